@@ -1,0 +1,49 @@
+"""``ibemu decode FILE``: a capture one frame per line (emulated time, summary), filtered."""
+from __future__ import annotations
+
+import sys
+
+from .capture.erf import read_erf_pcap
+from .wire import codec
+from .wire.opcodes import OPCODE_BY_NAME
+from .wire.summary import summarize
+
+
+def parse_opcode(text: str) -> int:
+    """An OpCode given as a name (RC_SEND_ONLY, case-insensitive) or a number (0x04)."""
+    name = text.upper()
+    if name in OPCODE_BY_NAME:
+        return OPCODE_BY_NAME[name]
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise ValueError("unknown opcode %r" % text) from None
+
+
+def frame_matches(frame, link: bool, fecn=False, becn=False, opcode=None, lid=None,
+                  links=True) -> bool:
+    if link:
+        return links and not (fecn or becn or opcode is not None or lid is not None)
+    try:
+        f = codec.parse(frame)
+    except codec.CodecError:
+        return not (fecn or becn or opcode is not None or lid is not None)
+    if fecn and not f.fecn:
+        return False
+    if becn and not f.becn:
+        return False
+    if opcode is not None and f.opcode != opcode:
+        return False
+    if lid is not None and lid not in (f.slid, f.dlid):
+        return False
+    return True
+
+
+def decode(path, out=sys.stdout, **filters) -> int:
+    """Print matching frames; return how many were printed."""
+    shown = 0
+    for index, (t_ns, link, frame) in enumerate(read_erf_pcap(path), 1):
+        if frame_matches(frame, link, **filters):
+            out.write("%6d %14.3f us  %s\n" % (index, t_ns / 1000.0, summarize(frame, link)))
+            shown += 1
+    return shown

@@ -1,0 +1,254 @@
+"""Fast struct-based codec for InfiniBand packets (LRH [GRH] BTH ext* payload ICRC VCRC).
+
+The hot-path representation of a packet everywhere in ibemu is a ``bytearray`` holding
+exactly the bytes on the wire, LRH first, VCRC last.  This module builds such frames,
+parses them, and patches them in place (FECN, BECN, VL) with an incremental VCRC update
+(:func:`ibemu.wire.crc.vcrc_delta`); marking never changes the ICRC because the
+FECN/BECN byte is variant.  The Scapy layers in ``layers/`` are the reference; the
+property tests in tests/test_codec_vs_layers.py prove the two byte-for-byte equal.
+
+Layouts: ../shared/REFERENCE.md "Wire format" (LRH, BTH, AETH) and IBA 9.3 / 9.4.
+"""
+from __future__ import annotations
+
+import struct
+
+from .crc import icrc as _icrc, vcrc as _vcrc, vcrc_delta
+from .opcodes import EXT_LEN, EXT_SIZES, OPCODES, LNH_IBA_GLOBAL, LNH_IBA_LOCAL
+
+LRH_LEN, GRH_LEN, BTH_LEN, ICRC_LEN, VCRC_LEN = 8, 40, 12, 4, 2
+
+_LRH = struct.Struct(">BBHHH")        # VL|LVer, SL|rsvd|LNH, DLID, rsvd|PktLen, SLID
+_BTH = struct.Struct(">BBHII")        # OpCode, SE|M|Pad|TVer, P_Key, FECN|BECN|rsvd|DestQP, AckReq|rsvd|PSN
+_GRH = struct.Struct(">IHBB16s16s")   # IPVer|TClass|FlowLabel, PayLen, NxtHdr, HopLmt, SGID, DGID
+_U16 = struct.Struct(">H")
+_U16LE = struct.Struct("<H")
+_U32LE = struct.Struct("<I")
+
+# extension headers: name -> (struct, field names); reserved bits are always zero
+_EXT = {
+    "RDETH": (struct.Struct(">I"), ("ee_context",)),
+    "DETH": (struct.Struct(">II"), ("q_key", "src_qp")),
+    "RETH": (struct.Struct(">QII"), ("va", "r_key", "dma_len")),
+    "AtomicETH": (struct.Struct(">QIQQ"), ("va", "r_key", "swap_data", "cmp_data")),
+    "AETH": (struct.Struct(">I"), ("syndrome", "msn")),
+    "AtomicAckETH": (struct.Struct(">Q"), ("orig_rem_data",)),
+    "ImmDt": (struct.Struct(">I"), ("immdt",)),
+    "IETH": (struct.Struct(">I"), ("r_key",)),
+}
+_MASK24 = 0xFFFFFF
+
+
+class CodecError(ValueError):
+    """A frame that cannot be parsed (truncated, inconsistent PktLen, unknown OpCode)."""
+
+
+def _pack_ext(name: str, f: dict) -> bytes:
+    st, names = _EXT[name]
+    if name == "AETH":
+        return st.pack(((f.get("syndrome", 0) & 0xFF) << 24) | (f.get("msn", 0) & _MASK24))
+    if name == "RDETH":
+        return st.pack(f.get("ee_context", 0) & _MASK24)
+    if name == "DETH":
+        return st.pack(f.get("q_key", 0), f.get("src_qp", 0) & _MASK24)
+    return st.pack(*(f.get(n, 0) for n in names))
+
+
+def _unpack_ext(name: str, buf, off: int) -> dict:
+    st, names = _EXT[name]
+    vals = st.unpack_from(buf, off)
+    if name == "AETH":
+        return {"syndrome": vals[0] >> 24, "msn": vals[0] & _MASK24}
+    if name == "RDETH":
+        return {"ee_context": vals[0] & _MASK24}
+    if name == "DETH":
+        return {"q_key": vals[0], "src_qp": vals[1] & _MASK24}
+    return dict(zip(names, vals))
+
+
+def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
+          vl: int = 0, lver: int = 0, sl: int = 0, pkey: int = 0xFFFF, fecn: int = 0,
+          becn: int = 0, ackreq: int = 0, se: int = 0, m: int = 0, tver: int = 0,
+          padcnt: int | None = None, payload: bytes = b"", ext: dict | None = None,
+          grh: dict | None = None, pktlen: int | None = None, icrc: int | None = None,
+          vcrc: int | None = None) -> bytearray:
+    """Build an IBA transport packet.
+
+    *ext* maps extension header names (``"AETH"``, ``"RETH"`` ...) to dicts of their
+    fields; the headers the OpCode requires are emitted in wire order, missing ones with
+    zero fields.  *grh* (a dict with tclass, flowlabel, paylen, nxthdr, hoplmt, sgid,
+    dgid) selects LNH=3.  Computed fields (PadCnt, PktLen, GRH PayLen, ICRC, VCRC) are
+    filled in when None, so a test can force wrong values.
+    """
+    ext = ext or {}
+    names = OPCODES[opcode][1] if opcode in OPCODES else ()
+    body = bytearray()
+    for name in names:
+        body += _pack_ext(name, ext.get(name, {}))
+    if padcnt is None:
+        padcnt = (-len(payload)) & 3
+    body += payload
+    body += bytes(padcnt)
+    lnh = LNH_IBA_GLOBAL if grh is not None else LNH_IBA_LOCAL
+    bth = _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
+                    pkey & 0xFFFF,
+                    (fecn << 31) | (becn << 30) | (destqp & _MASK24),
+                    (ackreq << 31) | (psn & _MASK24))
+    rest = bytearray()
+    if grh is not None:
+        paylen = grh.get("paylen")
+        if paylen is None:
+            paylen = BTH_LEN + len(body) + ICRC_LEN
+        rest += _GRH.pack((6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20)
+                          | (grh.get("flowlabel", 0) & 0xFFFFF),
+                          paylen, grh.get("nxthdr", 0x1B), grh.get("hoplmt", 0),
+                          grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16)))
+    rest += bth
+    rest += body
+    if pktlen is None:
+        pktlen = (LRH_LEN + len(rest) + ICRC_LEN) >> 2
+    frame = bytearray(_LRH.pack(((vl & 0xF) << 4) | (lver & 0xF), ((sl & 0xF) << 4) | lnh,
+                                dlid, pktlen & 0x7FF, slid))
+    frame += rest
+    frame += _U32LE.pack(_icrc(rest, lnh) if icrc is None else icrc)
+    frame += _U16LE.pack(_vcrc(frame) if vcrc is None else vcrc)
+    return frame
+
+
+class Frame:
+    """A parsed packet: header fields as attributes, extension headers in ``ext``."""
+
+    __slots__ = ("vl", "lver", "sl", "lnh", "dlid", "pktlen", "slid", "grh", "opcode",
+                 "se", "m", "padcnt", "tver", "pkey", "fecn", "becn", "destqp", "ackreq",
+                 "psn", "ext", "payload", "icrc", "vcrc")
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def parse(buf) -> Frame:
+    """Parse a whole IBA packet (LNH 2 or 3).  Raises :class:`CodecError` when it is
+    truncated, its PktLen disagrees with its length, or its OpCode is unknown."""
+    n = len(buf)
+    if n < LRH_LEN + BTH_LEN + ICRC_LEN + VCRC_LEN:
+        raise CodecError("truncated: %d bytes" % n)
+    f = Frame()
+    b0, b1, f.dlid, pl, f.slid = _LRH.unpack_from(buf, 0)
+    f.vl, f.lver, f.sl, f.lnh = b0 >> 4, b0 & 0xF, b1 >> 4, b1 & 3
+    f.pktlen = pl & 0x7FF
+    if f.lnh not in (LNH_IBA_LOCAL, LNH_IBA_GLOBAL):
+        raise CodecError("LNH %d is not an IBA transport packet" % f.lnh)
+    if f.pktlen * 4 + VCRC_LEN != n:
+        raise CodecError("PktLen %d words does not match %d bytes" % (f.pktlen, n))
+    off = LRH_LEN
+    f.grh = None
+    if f.lnh == LNH_IBA_GLOBAL:
+        if n < off + GRH_LEN + BTH_LEN + ICRC_LEN + VCRC_LEN:
+            raise CodecError("truncated GRH")
+        w0, paylen, nxthdr, hoplmt, sgid, dgid = _GRH.unpack_from(buf, off)
+        f.grh = {"ipver": w0 >> 28, "tclass": (w0 >> 20) & 0xFF, "flowlabel": w0 & 0xFFFFF,
+                 "paylen": paylen, "nxthdr": nxthdr, "hoplmt": hoplmt,
+                 "sgid": bytes(sgid), "dgid": bytes(dgid)}
+        off += GRH_LEN
+    op, b1, f.pkey, w2, w3 = _BTH.unpack_from(buf, off)
+    f.opcode = op
+    f.se, f.m, f.padcnt, f.tver = b1 >> 7, (b1 >> 6) & 1, (b1 >> 4) & 3, b1 & 0xF
+    f.fecn, f.becn, f.destqp = w2 >> 31, (w2 >> 30) & 1, w2 & _MASK24
+    f.ackreq, f.psn = w3 >> 31, w3 & _MASK24
+    off += BTH_LEN
+    if op not in OPCODES:
+        raise CodecError("unknown OpCode 0x%02x" % op)
+    end = n - ICRC_LEN - VCRC_LEN
+    if off + EXT_LEN[op] > end:
+        raise CodecError("truncated extension headers")
+    f.ext = {}
+    for name in OPCODES[op][1]:
+        f.ext[name] = _unpack_ext(name, buf, off)
+        off += EXT_SIZES[name]
+    if end - off < f.padcnt:
+        raise CodecError("PadCnt larger than the payload")
+    f.payload = bytes(buf[off:end - f.padcnt])
+    f.icrc = _U32LE.unpack_from(buf, end)[0]
+    f.vcrc = _U16LE.unpack_from(buf, end + ICRC_LEN)[0]
+    return f
+
+
+# ---------------------------------------------------------------- hot-path accessors
+# Offsets below assume LNH=2 (no GRH), which is every packet the fabric core builds;
+# the ``bth_offset`` helper covers the GRH case.
+
+def bth_offset(buf) -> int:
+    return LRH_LEN + GRH_LEN if (buf[1] & 3) == LNH_IBA_GLOBAL else LRH_LEN
+
+
+def get_dlid(buf) -> int:
+    return (buf[2] << 8) | buf[3]
+
+
+def get_slid(buf) -> int:
+    return (buf[6] << 8) | buf[7]
+
+
+def get_vl(buf) -> int:
+    return buf[0] >> 4
+
+
+def get_sl(buf) -> int:
+    return buf[1] >> 4
+
+
+def _patch_byte(buf, pos: int, new: int) -> None:
+    """Write one byte and update the VCRC in place (CRC linearity)."""
+    x = buf[pos] ^ new
+    if not x:
+        return
+    buf[pos] = new
+    end = len(buf) - VCRC_LEN
+    old = buf[end] | (buf[end + 1] << 8)
+    v = old ^ vcrc_delta(x, end - pos - 1)
+    buf[end] = v & 0xFF
+    buf[end + 1] = v >> 8
+
+
+def set_fecn(buf, value: int = 1) -> None:
+    """Set (or clear) FECN in place; the VCRC is patched, the ICRC is unchanged."""
+    pos = bth_offset(buf) + 4
+    _patch_byte(buf, pos, (buf[pos] | 0x80) if value else (buf[pos] & 0x7F))
+
+
+def set_becn(buf, value: int = 1) -> None:
+    """Set (or clear) BECN in place; the VCRC is patched, the ICRC is unchanged."""
+    pos = bth_offset(buf) + 4
+    _patch_byte(buf, pos, (buf[pos] | 0x40) if value else (buf[pos] & 0xBF))
+
+
+def set_vl(buf, vl: int) -> None:
+    """Rewrite the LRH VL (done by every switch from its SL-to-VL table); VCRC patched."""
+    _patch_byte(buf, 0, (vl << 4) | (buf[0] & 0xF))
+
+
+def get_fecn(buf) -> int:
+    return buf[bth_offset(buf) + 4] >> 7
+
+
+def get_becn(buf) -> int:
+    return (buf[bth_offset(buf) + 4] >> 6) & 1
+
+
+def vcrc_ok(buf) -> bool:
+    end = len(buf) - VCRC_LEN
+    return end > 0 and _vcrc(memoryview(buf)[:end]) == (buf[end] | (buf[end + 1] << 8))
+
+
+def icrc_ok(buf) -> bool:
+    """True when the ICRC matches (LNH 2/3 packets only)."""
+    n = len(buf)
+    if n < LRH_LEN + BTH_LEN + ICRC_LEN + VCRC_LEN:
+        return False
+    lnh = buf[1] & 3
+    if lnh not in (LNH_IBA_LOCAL, LNH_IBA_GLOBAL):
+        return False
+    end = n - ICRC_LEN - VCRC_LEN
+    if lnh == LNH_IBA_GLOBAL and end < LRH_LEN + GRH_LEN + BTH_LEN:
+        return False
+    return _icrc(memoryview(buf)[LRH_LEN:end], lnh) == _U32LE.unpack_from(buf, end)[0]

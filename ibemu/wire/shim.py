@@ -1,0 +1,38 @@
+"""The UDP encapsulation ibemu puts on the wire between emulated ports.
+
+Every datagram is a 16-byte shim followed by one InfiniBand frame::
+
+    magic 'iB' (2) | version (1) | kind (1) | seq (4) | time_ns (8)     big-endian
+
+*kind* tells an IBA packet (0, the frame starts at the LRH) from a link flow-control
+packet (1) -- on a real link the physical layer's start delimiters do that.  *seq* is a
+per-link datagram sequence number (lost or reordered datagrams are detected and counted
+by the receiver) and *time_ns* the emulated send time, so a receiver accounts in emulated
+time even when its own wake-ups are late (../shared/DESIGN.md §4).
+"""
+from __future__ import annotations
+
+import struct
+
+MAGIC = b"iB"
+VERSION = 1
+KIND_PACKET, KIND_LINK = 0, 1
+SHIM_LEN = 16
+_SHIM = struct.Struct(">2sBBIQ")
+DEFAULT_PORT_BASE = 18600
+"""The first UDP port the runtime hands out; Scapy binds the shim to a range above it."""
+DEFAULT_PORT_COUNT = 2000
+
+
+def pack_shim(kind: int, seq: int, time_ns: int) -> bytes:
+    return _SHIM.pack(MAGIC, VERSION, kind, seq & 0xFFFFFFFF, time_ns & 0xFFFFFFFFFFFFFFFF)
+
+
+def unpack_shim(buf) -> tuple[int, int, int]:
+    """Return (kind, seq, time_ns); raise ValueError when it is not an ibemu datagram."""
+    if len(buf) < SHIM_LEN:
+        raise ValueError("datagram shorter than the shim")
+    magic, version, kind, seq, t = _SHIM.unpack_from(buf, 0)
+    if magic != MAGIC or version != VERSION or kind not in (KIND_PACKET, KIND_LINK):
+        raise ValueError("not an ibemu datagram")
+    return kind, seq, t

@@ -1,0 +1,14 @@
+"""Scapy layers for the frames ibemu exchanges: the wire format as a person inspects it.
+
+    >>> from layers import *
+    >>> pkt = LRH(dlid=5, slid=3)/BTH(opcode="RC_SEND_ONLY", destqp=0x12, psn=100)/Raw(b"hi")
+    >>> LRH(bytes(pkt)).summary()
+"""
+from .ib import (AETH, BTH, DETH, EXT_LAYERS, GRH, IETH, LRH, RDETH, RETH, AtomicAckETH,
+                 AtomicETH, ImmDt, aeth_syndrome_text)
+from .link import IBLink
+from .shim import IBEmu, bind_udp_ports
+
+__all__ = ["LRH", "GRH", "BTH", "RDETH", "DETH", "RETH", "AtomicETH", "AETH",
+           "AtomicAckETH", "ImmDt", "IETH", "EXT_LAYERS", "IBLink", "IBEmu",
+           "bind_udp_ports", "aeth_syndrome_text"]
