@@ -1,0 +1,129 @@
+"""The host channel adapter: one port, queue pairs, and its transmit arbitration.
+
+Received packets occupy the port's receive buffer until their last byte has arrived,
+then go to their QP (the HCA consumes at link speed: a sink never blocks the fabric).
+Transmission: ACKs and other responses first, then the sending QPs in round robin,
+each subject to its window, its rate limit, its generator and the link credits of its VL.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from ..config import HCAParams
+from .credits import blocks_of
+from .node import Node, Port
+from .traffic import INF
+
+
+class HCA(Node):
+    def __init__(self, name: str, lid: int, params: HCAParams, recorder=None):
+        super().__init__(name, recorder)
+        self.lid = lid
+        self.params = params
+        self.mtu = params.mtu
+        self.port: Port | None = None
+        self.qps: dict = {}                 # qpn -> receiving QP object
+        self.senders: list = []             # QPs that may send data, round robin
+        self.rr = 0
+        self.ctrl: deque = deque()          # (frame, vl) responses waiting to go out
+        self._kick_at = INF
+        self._zero = bytes(params.mtu)
+        self._next_qpn = 0x100
+
+    def add_port(self, port: Port) -> None:
+        self.port = port
+        self.ports[port.index] = port
+
+    def new_qpn(self) -> int:
+        self._next_qpn += 1
+        return self._next_qpn
+
+    def payload(self, n: int) -> bytes:
+        return self._zero if n == self.mtu else self._zero[:n]
+
+    # ---------------------------------------------------------------- receive
+    def receive(self, pidx: int, frame, link: bool, now: int) -> None:
+        port = self.port
+        if port is None or pidx != port.index:
+            self.count("dropped_no_port")
+            return
+        if link:
+            if self.receive_link(port, frame, now) is not None:
+                self._try_send(now)
+            return
+        n = len(frame)
+        vl = frame[0] >> 4
+        if n < 26 or vl >= len(port.rx):
+            self.count("PortRcvErrors")
+            return
+        if not port.rx[vl].received(blocks_of(n)):
+            self.count("ExcessiveBufferOverrunErrors")
+            return
+        self.at(now + port.tx_time(n), self._rx_done, frame, vl)
+
+    def _rx_done(self, now: int, frame, vl: int) -> None:
+        port = self.port
+        port.rx[vl].freed(blocks_of(len(frame)))
+        self._send_fcp(port, vl, now)
+        qp = self.qps.get((frame[13] << 16) | (frame[14] << 8) | frame[15])
+        if qp is None:
+            self.count("dropped_unknown_qp")
+            return
+        reply = qp.on_packet(now, frame)
+        if reply is not None:
+            self.ctrl.append((reply, vl))
+        self._try_send(now)
+
+    # ---------------------------------------------------------------- transmit
+    def _try_send(self, now: int) -> None:
+        port = self.port
+        if port.busy_until > now:
+            return
+        if self.ctrl:
+            frame, vl = self.ctrl[0]
+            if port.tx[vl].can_send(blocks_of(len(frame))):
+                self.ctrl.popleft()
+                self._transmit(frame, vl, now, False)
+                return
+        senders = self.senders
+        n = len(senders)
+        earliest = INF
+        for k in range(n):
+            i = (self.rr + k) % n
+            qp = senders[i]
+            ok, t = qp.ready(now)
+            if not ok:
+                if t is not None and t < earliest:
+                    earliest = t
+                continue
+            if not port.tx[qp.vl].can_send(blocks_of(qp.next_size())):
+                continue
+            frame = qp.next_packet(now)
+            self.rr = (i + 1) % n
+            self._transmit(frame, qp.vl, now, True)
+            return
+        if earliest < INF and earliest != self._kick_at:
+            self._kick_at = earliest
+            self.at(earliest, self._kick)
+
+    def _kick(self, now: int) -> None:
+        if self._kick_at == now:
+            self._kick_at = INF
+        self._try_send(now)
+
+    def _transmit(self, frame, vl: int, now: int, data: bool) -> None:
+        port = self.port
+        n = len(frame)
+        end = now + port.tx_time(n)
+        port.busy_until = end
+        port.tx[vl].sent(blocks_of(n))
+        self.outbox.append((port.index, frame, False, now))
+        self.recorder.link_tx(port.label, now, n, data)
+        self.at(end, self._tx_done)
+
+    def _tx_done(self, now: int) -> None:
+        self._try_send(now)
+
+    def start(self, now: int) -> None:
+        super().start(now)
+        self._try_send(now)

@@ -1,0 +1,117 @@
+"""The sans-I/O node: ports, a private timer heap, and an outbox of transmissions.
+
+A driver (the virtual-time engine or the trio runtime) feeds a node with
+``receive(port, frame, link, now)`` when a frame's first byte arrives and with
+``wake(now)`` at its deadline (``next_deadline()``), and after each call takes the
+transmissions the node started from ``outbox``: ``(port, frame, link, t_start)``.  The
+driver delivers each to the peer port at ``t_start + propagation``.  Nothing here
+imports trio, socket or time; ``now`` is emulated time in integer picoseconds.
+"""
+from __future__ import annotations
+
+from heapq import heappop, heappush
+
+from ..config import PS_PER_S
+from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, link_crc_ok, parse_link
+from .credits import CreditRx, CreditTx
+from .recorder import Recorder
+
+VL15 = 15
+
+
+class Port:
+    """One end of a link: transmit serializer, per-VL credits in both directions."""
+    __slots__ = ("index", "rate", "propagation", "busy_until", "tx", "rx", "label",
+                 "connected", "last_fcp", "fc_period")
+
+    def __init__(self, index: int, rate: int, propagation: int, data_vls: int,
+                 capacity_blocks, label: str, fc_period: int):
+        self.index = index
+        self.rate = rate
+        self.propagation = propagation
+        self.busy_until = 0
+        self.tx = [CreditTx() for _ in range(data_vls)]
+        caps = capacity_blocks if isinstance(capacity_blocks, list) else [capacity_blocks] * data_vls
+        self.rx = [CreditRx(c) for c in caps]
+        self.label = label
+        self.connected = True
+        self.last_fcp = [-(1 << 62)] * data_vls
+        self.fc_period = fc_period
+
+    def tx_time(self, nbytes: int) -> int:
+        """Serialisation time in ps (rounded up)."""
+        return -(-nbytes * PS_PER_S // self.rate)
+
+
+class Node:
+    """Base class: timers, outbox, flow-control packet exchange."""
+
+    def __init__(self, name: str, recorder: Recorder | None = None):
+        self.name = name
+        self.recorder = recorder or Recorder()
+        self.ports: dict[int, Port] = {}
+        self.timers: list = []
+        self._tseq = 0
+        self.outbox: list = []
+        self.counters: dict[str, int] = {}
+        self._fc_tick_period = None
+
+    # ---------------------------------------------------------------- timers
+    def at(self, t: int, fn, *args) -> None:
+        self._tseq += 1
+        heappush(self.timers, (t, self._tseq, fn, args))
+
+    def next_deadline(self):
+        return self.timers[0][0] if self.timers else None
+
+    def wake(self, now: int) -> None:
+        """Run every timer due at or before *now*, each at its own time."""
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            t, _, fn, args = heappop(timers)
+            fn(t, *args)
+
+    def count(self, name: str, value: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + value
+
+    # ---------------------------------------------------------------- link layer
+    def start(self, now: int) -> None:
+        """Send the flow-control init packets and arm the periodic ones."""
+        period = None
+        for port in self.ports.values():
+            for vl in range(len(port.rx)):
+                self._send_fcp(port, vl, now, OP_INIT)
+            period = port.fc_period if period is None else min(period, port.fc_period)
+        if period:
+            self._fc_tick_period = period
+            self.at(now + period, self._fc_tick)
+
+    def _send_fcp(self, port: Port, vl: int, now: int, op: int = OP_NORMAL) -> None:
+        """A flow-control packet: our FCTBS for what we send, our FCCL for what we receive."""
+        frame = build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl())
+        port.last_fcp[vl] = now
+        self.outbox.append((port.index, frame, True, now))
+
+    def _fc_tick(self, now: int) -> None:
+        """Periodic flow-control packets where none went out for a whole period (IBA
+        requires one at least every 65,536 symbol times)."""
+        for port in self.ports.values():
+            if not port.connected:
+                continue
+            for vl, last in enumerate(port.last_fcp):
+                if now - last >= port.fc_period:
+                    self._send_fcp(port, vl, now)
+        self.at(now + self._fc_tick_period, self._fc_tick)
+
+    def receive_link(self, port: Port, frame, now: int) -> int | None:
+        """Apply a flow-control packet; return its VL (None when it was dropped)."""
+        if not link_crc_ok(frame):
+            self.count("PortRcvErrors")
+            return None
+        _op, fctbs, vl, fccl, _ = parse_link(frame)
+        if vl >= len(port.tx):
+            self.count("PortRcvErrors")
+            return None
+        port.rx[vl].sync(fctbs)
+        port.tx[vl].update(fccl)
+        return vl

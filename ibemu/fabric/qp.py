@@ -1,0 +1,318 @@
+"""Queue pairs: the RC transport (SEND, RDMA WRITE, RDMA READ) and UD.
+
+Sender side (``ready``/``next_size``/``next_packet``): PSNs, a window of CWND packets
+(OUTS = packets sent and not yet acknowledged), a static rate limit (IPD: rate
+R/(IPD+1), i.e. after a packet of transmission time T the next may start (IPD+1)·T
+later; or an explicit rate in bytes/s), and the traffic generator.  Receiver side
+(``on_packet``): in-order PSN check, ACKs with AETH (one per packet or one per
+``ack_every``; always when AckReq is set), MSN, RDMA READ responses.  IBA 9.7; the
+window and AckReq rule of seed 000 §3 / §5.1.  CWND, the rate and the IPD are plain
+attributes for the congestion-control response of issues 5 and 6 to adjust.
+"""
+from __future__ import annotations
+
+from ..config import PS_PER_S
+from ..wire import opcodes as OP
+from ..wire.codec import build
+from .traffic import INF
+
+PSN_MOD = 1 << 24
+ACK_SYNDROME = 0x1F          # ACK, credit count "invalid" (end-to-end credits not used)
+NAK_PSN_SEQ = 0x60           # NAK, PSN sequence error
+_HDR = 8 + 12 + 4 + 2        # LRH + BTH + ICRC + VCRC
+
+
+def wire_size(payload: int, ext: int = 0) -> int:
+    return _HDR + ext + payload + ((-payload) & 3)
+
+
+def payload_len(frame) -> int:
+    """Payload bytes of an LNH=2 packet (header, extension headers, pad, CRCs removed)."""
+    op = frame[8]
+    return len(frame) - _HDR - OP.EXT_LEN.get(op, 0) - ((frame[9] >> 4) & 3)
+
+
+class SenderBase:
+    """Window, rate limit and generator shared by every sending QP."""
+
+    def __init__(self, hca, flow, qpn: int, vl: int):
+        self.hca = hca
+        self.flow = flow
+        self.name = flow.name
+        self.qpn = qpn
+        self.vl = vl
+        self.sl = flow.sl
+        self.cwnd = flow.window             # None: no window
+        self.outs = 0
+        self.ipd = flow.ipd
+        self.rate = flow.rate               # bytes/s or None
+        self.next_allowed = 0
+        self.sent_packets = 0
+
+    def gap_after(self, nbytes: int) -> int:
+        """Rate limit: minimum time from this packet's start to the next one's."""
+        t = self.hca.port.tx_time(nbytes)
+        if self.rate:
+            t = max(t, -(-nbytes * PS_PER_S // int(self.rate)))
+        if self.ipd:
+            t = max(t, (self.ipd + 1) * self.hca.port.tx_time(nbytes))
+        return t
+
+    def window_open(self) -> bool:
+        return self.cwnd is None or self.outs < self.cwnd
+
+
+class RCRequester(SenderBase):
+    """The source of an RC flow: SEND / RDMA WRITE data, or RDMA READ requests."""
+
+    def __init__(self, hca, flow, qpn, remote_qpn, dlid, vl, generator, max_reads=16):
+        super().__init__(hca, flow, qpn, vl)
+        self.remote_qpn = remote_qpn
+        self.dlid = dlid
+        self.gen = generator
+        self.op = flow.op
+        self.psn = 0
+        self.una = 0                        # oldest unacknowledged PSN
+        self.msg_left = 0                   # bytes of the current message not yet sent
+        self.msg_started = False
+        self.max_reads = max_reads
+        self.reads_out = 0
+        self.naks = 0
+
+    # -- sender
+    def ready(self, now: int):
+        """(True, None) when a packet may start now, else (False, when-to-retry or None)."""
+        if not self.window_open() or (self.op == "read" and self.reads_out >= self.max_reads):
+            return False, None
+        if self.msg_left == 0:
+            ok, t = self.gen.next_message(now)
+            if not ok:
+                return False, t
+        if self.next_allowed > now:
+            return False, self.next_allowed
+        return True, None
+
+    def next_size(self) -> int:
+        if self.op == "read":
+            return wire_size(0, 16)
+        left = self.msg_left or self.flow.message_size
+        first = self.msg_left == 0
+        return wire_size(min(left, self.hca.mtu), 16 if (self.op == "write" and first) else 0)
+
+    def next_packet(self, now: int):
+        mtu = self.hca.mtu
+        if self.msg_left == 0:
+            self.gen.taken()
+            self.msg_left = self.flow.message_size
+            first = True
+        else:
+            first = False
+        ext = None
+        if self.op == "read":
+            n = self.msg_left
+            npk = max(1, -(-n // mtu))
+            opcode = OP.RC_RDMA_READ_REQUEST
+            ext = {"RETH": {"va": 0, "r_key": 0, "dma_len": n}}
+            payload = b""
+            psn = self.psn
+            self.psn = (self.psn + npk) % PSN_MOD
+            self.outs += npk
+            self.reads_out += 1
+            self.msg_left = 0
+            ackreq = 0
+        else:
+            n = min(self.msg_left, mtu)
+            last = n == self.msg_left
+            if self.op == "write":
+                opcode = (OP.RC_RDMA_WRITE_ONLY if last else OP.RC_RDMA_WRITE_FIRST) if first else \
+                         (OP.RC_RDMA_WRITE_LAST if last else OP.RC_RDMA_WRITE_MIDDLE)
+                if first:
+                    ext = {"RETH": {"va": 0, "r_key": 0, "dma_len": self.flow.message_size}}
+            else:
+                opcode = (OP.RC_SEND_ONLY if last else OP.RC_SEND_FIRST) if first else \
+                         (OP.RC_SEND_LAST if last else OP.RC_SEND_MIDDLE)
+            payload = self.hca.payload(n)
+            psn = self.psn
+            self.psn = (self.psn + 1) % PSN_MOD
+            self.outs += 1
+            self.msg_left -= n
+            ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)) else 0
+            self.hca.recorder.flow_tx(self.name, now, n)
+        frame = build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
+                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl, ackreq=ackreq,
+                      payload=payload, ext=ext)
+        self.sent_packets += 1
+        self.next_allowed = now + self.gap_after(len(frame))
+        return frame
+
+    # -- receiver of ACKs and read responses
+    def on_packet(self, now: int, frame):
+        op = frame[8]
+        psn = (frame[17] << 16) | (frame[18] << 8) | frame[19]
+        if op == OP.RC_ACKNOWLEDGE:
+            syndrome = frame[20]
+            if (syndrome >> 5) & 3 == 3:
+                self.naks += 1
+                self.hca.count("naks_received")
+                return None
+            self._acked_through(psn)
+            self.on_ack(now, frame, psn)
+        elif OP.RC_RDMA_READ_RESPONSE_FIRST <= op <= OP.RC_RDMA_READ_RESPONSE_ONLY:
+            if psn != self.una:
+                self.hca.count("read_response_out_of_order")
+                return None
+            self._acked_through(psn)
+            last = op in (OP.RC_RDMA_READ_RESPONSE_LAST, OP.RC_RDMA_READ_RESPONSE_ONLY)
+            if last:
+                self.reads_out -= 1
+            self.hca.recorder.flow_rx(self.name, now, payload_len(frame), last)
+            self.on_ack(now, frame, psn)
+        return None
+
+    def _acked_through(self, psn: int) -> None:
+        n = (psn - self.una + 1) % PSN_MOD
+        if 0 < n <= self.outs:
+            self.outs -= n
+            self.una = (psn + 1) % PSN_MOD
+
+    def on_ack(self, now: int, frame, psn: int) -> None:
+        """Hook for the congestion-control response (issues 5 and 6)."""
+
+
+class RCResponder(SenderBase):
+    """The destination of an RC flow; for RDMA READ also the sender of the responses."""
+
+    def __init__(self, hca, flow, qpn, remote_qpn, dlid, vl, ack_every: int = 1):
+        super().__init__(hca, flow, qpn, vl)
+        self.cwnd = None
+        self.remote_qpn = remote_qpn
+        self.dlid = dlid
+        self.epsn = 0
+        self.msn = 0
+        self.ack_every = ack_every
+        self.since_ack = 0
+        self.reads: list = []               # pending read responses: [psn, bytes_left, first]
+        self.duplicates = 0
+        self.out_of_sequence = 0
+
+    def _ack(self, psn: int, syndrome: int = ACK_SYNDROME):
+        return build(dlid=self.dlid, slid=self.hca.lid, opcode=OP.RC_ACKNOWLEDGE, psn=psn,
+                     destqp=self.remote_qpn, vl=self.vl, sl=self.sl,
+                     ext={"AETH": {"syndrome": syndrome, "msn": self.msn}})
+
+    def on_packet(self, now: int, frame):
+        """Returns an ACK/NAK frame to send, or None."""
+        op = frame[8]
+        psn = (frame[17] << 16) | (frame[18] << 8) | frame[19]
+        if psn != self.epsn:
+            behind = (self.epsn - psn) % PSN_MOD
+            if 0 < behind < PSN_MOD // 2:         # duplicate: acknowledge again, drop
+                self.duplicates += 1
+                self.hca.count("duplicates")
+                return self._ack((self.epsn - 1) % PSN_MOD)
+            self.out_of_sequence += 1
+            self.hca.count("out_of_sequence")
+            return self._ack(self.epsn, NAK_PSN_SEQ)
+        if op == OP.RC_RDMA_READ_REQUEST:
+            n = int.from_bytes(frame[32:36], "big")
+            npk = max(1, -(-n // self.hca.mtu))
+            self.reads.append([psn, n, True])
+            self.epsn = (psn + npk) % PSN_MOD
+            self.msn += 1
+            return None
+        self.epsn = (psn + 1) % PSN_MOD
+        last = op in (OP.RC_SEND_LAST, OP.RC_SEND_ONLY, OP.RC_RDMA_WRITE_LAST, OP.RC_RDMA_WRITE_ONLY,
+                      0x03, 0x05, 0x09, 0x0B)
+        if last:
+            self.msn += 1
+        self.hca.recorder.flow_rx(self.name, now, payload_len(frame), last)
+        self.since_ack += 1
+        if self.since_ack >= self.ack_every or frame[16] & 0x80:
+            self.since_ack = 0
+            return self._ack(psn)
+        return None
+
+    # -- read responses as a sender
+    def ready(self, now: int):
+        if not self.reads:
+            return False, None
+        if self.next_allowed > now:
+            return False, self.next_allowed
+        return True, None
+
+    def next_size(self) -> int:
+        psn, left, first = self.reads[0]
+        n = min(left, self.hca.mtu)
+        return wire_size(n, 4 if (first or n == left) else 0)
+
+    def next_packet(self, now: int):
+        r = self.reads[0]
+        psn, left, first = r
+        n = min(left, self.hca.mtu)
+        last = n == left
+        if first:
+            opcode = OP.RC_RDMA_READ_RESPONSE_ONLY if last else OP.RC_RDMA_READ_RESPONSE_FIRST
+        else:
+            opcode = OP.RC_RDMA_READ_RESPONSE_LAST if last else OP.RC_RDMA_READ_RESPONSE_MIDDLE
+        ext = {"AETH": {"syndrome": ACK_SYNDROME, "msn": self.msn}} if (first or last) else None
+        frame = build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
+                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl,
+                      payload=self.hca.payload(n), ext=ext)
+        self.hca.recorder.flow_tx(self.name, now, n)
+        if last:
+            self.reads.pop(0)
+        else:
+            r[0], r[1], r[2] = (psn + 1) % PSN_MOD, left - n, False
+        self.next_allowed = now + self.gap_after(len(frame))
+        return frame
+
+
+class UDSender(SenderBase):
+    """UD source: SEND_ONLY datagrams with a DETH, no ACKs, no window."""
+
+    def __init__(self, hca, flow, qpn, remote_qpn, dlid, vl, generator, q_key=0x11111111):
+        super().__init__(hca, flow, qpn, vl)
+        self.cwnd = None
+        self.remote_qpn = remote_qpn
+        self.dlid = dlid
+        self.gen = generator
+        self.psn = 0
+        self.q_key = q_key
+        self.ext = {"DETH": {"q_key": q_key, "src_qp": qpn}}
+
+    def ready(self, now):
+        ok, t = self.gen.next_message(now)
+        if not ok:
+            return False, t
+        if self.next_allowed > now:
+            return False, self.next_allowed
+        return True, None
+
+    def next_size(self):
+        return wire_size(min(self.flow.message_size, self.hca.mtu), 8)
+
+    def next_packet(self, now):
+        self.gen.taken()
+        n = min(self.flow.message_size, self.hca.mtu)
+        frame = build(dlid=self.dlid, slid=self.hca.lid, opcode=OP.UD_SEND_ONLY, psn=self.psn,
+                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl,
+                      payload=self.hca.payload(n), ext=self.ext)
+        self.psn = (self.psn + 1) % PSN_MOD
+        self.hca.recorder.flow_tx(self.name, now, n)
+        self.next_allowed = now + self.gap_after(len(frame))
+        return frame
+
+
+class UDReceiver:
+    def __init__(self, hca, flow, qpn):
+        self.hca = hca
+        self.name = flow.name
+        self.qpn = qpn
+
+    def on_packet(self, now, frame):
+        if frame[8] in (OP.UD_SEND_ONLY, OP.UD_SEND_ONLY + 1):
+            self.hca.recorder.flow_rx(self.name, now, payload_len(frame), True)
+        return None
+
+
+__all__ = ["RCRequester", "RCResponder", "UDSender", "UDReceiver", "INF", "wire_size", "payload_len"]

@@ -1,0 +1,216 @@
+"""The input-buffered crossbar switch of seed 003 §3 and Table 1.
+
+- Input buffers per port per VL (credit capacity in 64-byte blocks).
+- A crossbar: an input port sends one packet at a time, an output port one at a time.
+- Per output port and VL a FIFO of the packets waiting for it, in arrival order; the head
+  may be bypassed by a newer packet when the head's input is busy sending to another
+  output, at most ``bypass_limit`` times (default 4) to prevent starvation.
+- Cut-through: a packet may leave ``forwarding_delay`` (40 ns) after its first byte
+  arrived; it cannot finish before its last byte arrived.  Store-and-forward: after the
+  last byte plus the delay.
+- Routing by a linear forwarding table on the DLID; the output VL from the SL-to-VL
+  table (seed 004 "Virtual Lanes and Service Levels"); VL arbitration by the IBA
+  dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
+- A packet's input buffer space is freed, and a flow-control packet returns the credit
+  upstream, when its last byte has left the switch.
+
+Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
+"""
+from __future__ import annotations
+
+from ..config import SwitchParams
+from ..wire.codec import set_vl
+from ..wire.opcodes import is_data
+from .credits import blocks_of
+from .node import Node, Port
+from .vlarb import VLArbiter
+
+_DATA_OPCODE = [is_data(op) for op in range(256)]
+
+
+class Entry:
+    """A packet resident in the switch."""
+    __slots__ = ("frame", "inp", "vl_in", "out", "vl", "blocks", "eligible", "tail",
+                 "bypassed", "data")
+
+    def __init__(self, frame, inp, vl_in, out, vl, blocks, eligible, tail, data):
+        self.frame = frame
+        self.inp = inp
+        self.vl_in = vl_in
+        self.out = out
+        self.vl = vl
+        self.blocks = blocks
+        self.eligible = eligible
+        self.tail = tail
+        self.bypassed = 0
+        self.data = data
+
+
+class Switch(Node):
+    def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder=None):
+        super().__init__(name, recorder)
+        self.params = params
+        self.lft = lft
+        self.bypass_limit = params.bypass_limit
+        self.fwd_delay = params.forwarding_delay
+        self.cut_through = params.cut_through
+        nvl = params.data_vls
+        self.sl2vl = list(params.sl2vl) if params.sl2vl else [sl % nvl for sl in range(16)]
+        self.queues: dict[int, list[list[Entry]]] = {}
+        self.queued: dict[int, int] = {}            # out port -> packets waiting (cnt1 of seed 003 §5)
+        self.in_busy: dict[int, int] = {}           # input port -> time its crossbar input frees
+        self.arb: dict[int, VLArbiter] = {}
+        self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
+        self.marker = None
+
+    def add_port(self, port: Port) -> None:
+        self.ports[port.index] = port
+        nvl = len(port.tx)                          # operational VLs of this link
+        self.queues[port.index] = [[] for _ in range(nvl)]
+        self.queued[port.index] = 0
+        self.in_busy[port.index] = 0
+        vla = self.params.vlarb
+        self.arb[port.index] = VLArbiter(vla.high, vla.low, vla.limit_of_high_priority)
+        self._wake_at[port.index] = -1
+
+    # ---------------------------------------------------------------- receive
+    def receive(self, pidx: int, frame, link: bool, now: int) -> None:
+        port = self.ports.get(pidx)
+        if port is None:
+            self.count("dropped_no_port")
+            return
+        if link:
+            vl = self.receive_link(port, frame, now)
+            if vl is not None:
+                self._try_output(pidx, now)
+            return
+        n = len(frame)
+        if n < 26:
+            self.count("PortRcvErrors")
+            return
+        out = self.lft.get((frame[2] << 8) | frame[3])
+        vl_in = frame[0] >> 4
+        if out is None or out not in self.ports or out == pidx:
+            self.count("PortRcvSwitchRelayErrors")
+            return
+        if vl_in >= len(port.rx):
+            self.count("PortRcvErrors")
+            return
+        blocks = blocks_of(n)
+        if not port.rx[vl_in].received(blocks):
+            self.count("ExcessiveBufferOverrunErrors")
+            return
+        vl = self.sl2vl[frame[1] >> 4]
+        if vl >= len(self.queues[out]):
+            vl = len(self.queues[out]) - 1
+        tail = now + port.tx_time(n)
+        eligible = (now if self.cut_through else tail) + self.fwd_delay
+        lnh = frame[1] & 3
+        data = _DATA_OPCODE[frame[8 if lnh == 2 else 48]] if lnh >= 2 else False
+        e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
+        self.queues[out][vl].append(e)
+        self.queued[out] += 1
+        if self.marker is not None:
+            self.marker.on_arrival(self, e, now)
+        self._try_output(out, now)
+
+    # ---------------------------------------------------------------- scheduling
+    def _pick(self, q: list, now: int):
+        """Index of the packet of FIFO *q* to send now, or None (seed 003 Table 1:
+        FIFO with bypass of the head when its input is busy, at most bypass_limit)."""
+        head = q[0]
+        if head.eligible > now:
+            return None
+        in_busy = self.in_busy
+        if in_busy[head.inp] <= now:
+            return 0
+        if head.bypassed >= self.bypass_limit:
+            return None
+        for i in range(1, len(q)):
+            e = q[i]
+            if e.eligible > now:
+                return None
+            if in_busy[e.inp] <= now:
+                return i
+        return None
+
+    def _try_output(self, o: int, now: int) -> None:
+        port = self.ports[o]
+        if port.busy_until > now or not self.queued[o]:
+            return
+        queues = self.queues[o]
+        arb = self.arb[o]
+        if arb.single is not None:
+            vl = arb.single
+            q = queues[vl]
+            if not q:
+                return
+            i = self._pick(q, now)
+            if i is None or not port.tx[vl].can_send(q[i].blocks):
+                self._arm_eligibility(o, q, now)
+                return
+        else:
+            picks = {}
+            for vl, q in enumerate(queues):
+                if q:
+                    i = self._pick(q, now)
+                    if i is not None and port.tx[vl].can_send(q[i].blocks):
+                        picks[vl] = i
+            vl = arb.choose(picks)
+            if vl is None:
+                for q in queues:
+                    if q:
+                        self._arm_eligibility(o, q, now)
+                return
+            i = picks[vl]
+            arb.sent(vl, len(queues[vl][i].frame), picks)
+            q = queues[vl]
+        if i:
+            q[0].bypassed += 1
+        e = q.pop(i)
+        self._transmit(port, e, now)
+
+    def _arm_eligibility(self, o: int, q: list, now: int) -> None:
+        """If the head is waiting only for its forwarding delay, wake at its time."""
+        t = q[0].eligible
+        if t > now and self._wake_at[o] != t:
+            self._wake_at[o] = t
+            self.at(t, self._eligible_timer, o)
+
+    def _eligible_timer(self, now: int, o: int) -> None:
+        if self._wake_at[o] == now:
+            self._wake_at[o] = -1
+        self._try_output(o, now)
+
+    def _transmit(self, port: Port, e: Entry, now: int) -> None:
+        o = port.index
+        frame = e.frame
+        n = len(frame)
+        end = now + port.tx_time(n)
+        if end < e.tail:
+            end = e.tail
+        port.busy_until = end
+        self.in_busy[e.inp] = end
+        self.queued[o] -= 1
+        port.tx[e.vl].sent(e.blocks)
+        if e.vl != e.vl_in:
+            set_vl(frame, e.vl)
+        if self.marker is not None:
+            self.marker.on_transmit(self, e, now)
+        self.outbox.append((o, frame, False, now))
+        self.recorder.link_tx(port.label, now, n, e.data)
+        self.at(end, self._complete, e)
+
+    def _complete(self, now: int, e: Entry) -> None:
+        """The packet's last byte left: free its input buffer space, return the credit
+        upstream, and let every output that may have waited on that input try again."""
+        inport = self.ports[e.inp]
+        inport.rx[e.vl_in].freed(e.blocks)
+        if self.marker is not None:
+            self.marker.on_departure(self, e, now)
+        self._send_fcp(inport, e.vl_in, now)
+        self._try_output(e.out, now)
+        queued = self.queued
+        for o in self.ports:
+            if queued[o] and o != e.out:
+                self._try_output(o, now)
