@@ -32,6 +32,34 @@ def _cmd_decode(args) -> int:
     return 0
 
 
+def _cmd_run(args) -> int:
+    from .run import print_summary, run_virtual
+    from .scenario import load_scenario
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append("scenario.seed=%d" % args.seed)
+    if args.duration is not None:
+        overrides.append('scenario.duration="%s"' % args.duration)
+    scn = load_scenario(args.scenario, overrides)
+    if args.clock != "virtual":
+        print("ibemu run: --clock %s is not available yet; use --clock virtual" % args.clock,
+              file=sys.stderr)
+        return 2
+    if args.no_plots:
+        scn.output.plots = False
+    out = args.out or "runs/%s" % scn.name
+    result = run_virtual(scn, out_dir=out, pcap=args.pcap,
+                         progress=False if args.quiet else None)
+    if not args.quiet:
+        print_summary(result)
+    return 0
+
+
+def _cmd_reproduce(args) -> int:
+    from .reproduce import main as reproduce_main
+    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ibemu", description=__doc__.strip() if __doc__ else None)
     p.add_argument("--version", action="version", version="ibemu " + __version__)
@@ -40,6 +68,26 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sample", help="write a capture holding every frame kind and print it decoded")
     s.add_argument("--pcap", default="sample.pcap", help="output capture (default sample.pcap)")
     s.set_defaults(func=_cmd_sample)
+
+    r = sub.add_parser("run", help="run a scenario and write its output folder")
+    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml")
+    r.add_argument("--clock", choices=["virtual", "wall"], default="virtual",
+                   help="virtual: deterministic discrete-event engine (default)")
+    r.add_argument("--out", help="output folder (default runs/<scenario name>)")
+    r.add_argument("--pcap", help="write every frame to this ERF capture")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario value, e.g. template.L=10 (repeatable)")
+    r.add_argument("--seed", type=int, help="override scenario.seed")
+    r.add_argument("--duration", help='override scenario.duration, e.g. "5ms"')
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    r.set_defaults(func=_cmd_run)
+
+    rp = sub.add_parser("reproduce", help="reproduce the seed papers' figures and compare")
+    rp.add_argument("figure", nargs="?", help="figure id (see --list) or 'all'")
+    rp.add_argument("--list", action="store_true", help="list the reproductions")
+    rp.add_argument("--out", help="output folder (default reproductions/)")
+    rp.set_defaults(func=_cmd_reproduce)
 
     d = sub.add_parser("decode", help="print a capture one frame per line")
     d.add_argument("file")
@@ -64,6 +112,10 @@ def main(argv=None) -> int:
     except UserError as e:
         print("ibemu: %s" % e, file=sys.stderr)
         return 2
+    except BrokenPipeError:          # e.g. `ibemu decode x.pcap | head`
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("ibemu: interrupted", file=sys.stderr)
         return 130

@@ -39,8 +39,11 @@ def frame_matches(frame, link: bool, fecn=False, becn=False, opcode=None, lid=No
     return True
 
 
-def decode(path, out=sys.stdout, **filters) -> int:
-    """Print matching frames; return how many were printed."""
+def decode(path, out=None, **filters) -> int:
+    """Print matching frames to *out* (default: the current ``sys.stdout``); return how
+    many were printed."""
+    if out is None:
+        out = sys.stdout
     shown = 0
     for index, (t_ns, link, frame) in enumerate(read_erf_pcap(path), 1):
         if frame_matches(frame, link, **filters):

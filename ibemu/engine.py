@@ -28,7 +28,6 @@ class VirtualEngine:
         self.seq = 0
         self.now = 0
         self.events = 0
-        self.deliveries = 0
         self._wake_at = {n: INF for n in self.nodes}
 
     def _after(self, node) -> None:
@@ -62,13 +61,14 @@ class VirtualEngine:
         """Process every event up to time *until* (ps).  *progress(now)* is called about
         every *progress_step* ps of emulated time."""
         heap = self.heap
-        after = self._after
+        peer = self.peer
+        cap = self.capture
         wake_at = self._wake_at
         next_report = progress_step if progress else INF
         events = 0
+        seq = self.seq
         while heap and heap[0][0] <= until:
             t, _, kind, node, port, frame, link = heappop(heap)
-            self.now = t
             events += 1
             if kind == _DELIVER:
                 node.receive(port, frame, link, t)
@@ -76,9 +76,28 @@ class VirtualEngine:
                 if wake_at[node] == t:
                     wake_at[node] = INF
                 node.wake(t)
-            after(node)
+            # the node's transmissions, then its next deadline (inlined _after)
+            if node.outbox:
+                peers = peer[node]
+                for p, f, lk, t0 in node.outbox:
+                    if cap is not None:
+                        cap.write(t0 // 1000, f, lk)
+                    target = peers.get(p)
+                    if target is not None:
+                        seq += 1
+                        heappush(heap, (t0 + target[2], seq, _DELIVER, target[0], target[1], f, lk))
+                node.outbox.clear()
+            timers = node.timers
+            if timers:
+                d = timers[0][0]
+                if d < wake_at[node]:
+                    wake_at[node] = d
+                    seq += 1
+                    heappush(heap, (d, seq, _WAKE, node, 0, None, False))
             if t >= next_report:
+                self.now = t
                 progress(t)
                 next_report = t + progress_step
+        self.seq = seq
         self.events += events
         self.now = until

@@ -12,7 +12,8 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from ..config import PS_PER_S
-from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, link_crc_ok, parse_link
+from ..wire.crc import lpcrc
+from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link
 from .credits import CreditRx, CreditTx
 from .recorder import Recorder
 
@@ -105,10 +106,12 @@ class Node:
 
     def receive_link(self, port: Port, frame, now: int) -> int | None:
         """Apply a flow-control packet; return its VL (None when it was dropped)."""
-        if not link_crc_ok(frame):
+        if len(frame) != LINK_LEN or lpcrc(frame[:4]) != frame[4] | (frame[5] << 8):
             self.count("PortRcvErrors")
             return None
-        _op, fctbs, vl, fccl, _ = parse_link(frame)
+        fctbs = ((frame[0] & 0xF) << 8) | frame[1]
+        vl = frame[2] >> 4
+        fccl = ((frame[2] & 0xF) << 8) | frame[3]
         if vl >= len(port.tx):
             self.count("PortRcvErrors")
             return None

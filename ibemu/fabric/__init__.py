@@ -1,0 +1,1 @@
+"""The sans-I/O fabric core: links and credits, switches, HCAs, queue pairs, traffic."""

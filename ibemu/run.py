@@ -1,0 +1,81 @@
+"""Running a scenario on the virtual-time engine and writing its output folder."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .build import build_fabric
+from .capture.erf import ErfPcapWriter
+from .config import PS_PER_MS, Scenario
+from .engine import VirtualEngine
+from .results import Metrics, Progress, format_summary_table, write_outputs
+
+WIRE_OVERHEAD = 8 + 12 + 4 + 2     # LRH, BTH, ICRC, VCRC of a SEND packet
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    metrics: Metrics
+    summary: dict
+    events: int
+    wall_seconds: float
+    counters: dict
+    out_dir: Path | None = None
+
+
+def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = None,
+                window: tuple[int, int] | None = None) -> RunResult:
+    """Run *scn* to its duration on the virtual-time engine.
+
+    *out_dir*: write results.json, CSV series, config.json and plots there.  *pcap*: write
+    every frame as an ERF capture.  *progress*: a progress bar (default: for runs of more
+    than 10 ms of emulated time, when stderr is a terminal).  *window*: (t_from, t_to) in
+    ps for the windowed figures of the summary.
+    """
+    flows = {f.name: f for f in scn.flows}
+    fabric_metrics = None
+    metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {},
+                      packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
+    fabric = build_fabric(scn, metrics)
+    metrics.link_capacity.update(fabric.link_capacity)
+    metrics.flow_capacity.update(fabric.flow_capacity)
+    capture = ErfPcapWriter(pcap) if pcap else None
+    engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, capture)
+    if progress is None:
+        progress = scn.duration > 10 * PS_PER_MS
+    bar = Progress(scn.duration, enabled=progress)
+    t0 = time.perf_counter()
+    try:
+        engine.start(0)
+        engine.run(scn.duration, progress=bar.update if bar.enabled else None,
+                   progress_step=max(scn.duration // 200, 1))
+    finally:
+        bar.close()
+        if capture is not None:
+            capture.close()
+    wall = time.perf_counter() - t0
+    counters = {name: dict(sorted(node.counters.items()))
+                for name, node in fabric.nodes.items() if node.counters}
+    for node, values in counters.items():
+        for key, value in values.items():
+            metrics.counter(node, key, value)
+    t_from, t_to = window if window else (None, None)
+    summary = metrics.summary(t_from, t_to)
+    del fabric_metrics
+    result = RunResult(scn, metrics, summary, engine.events, wall, counters)
+    if out_dir is not None:
+        out = Path(out_dir)
+        write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
+                                                "pcap": str(pcap) if pcap else None},
+                      window=window)
+        result.out_dir = out
+    return result
+
+
+def print_summary(result: RunResult) -> None:
+    print(format_summary_table(result.summary))
+    print("%d events in %.2f s wall" % (result.events, result.wall_seconds))
+    if result.out_dir is not None:
+        print("results in %s/" % result.out_dir)
