@@ -58,7 +58,7 @@ class VirtualEngine:
             self._after(node)
 
     def run(self, until: int, progress=None, progress_step: int = 0) -> None:
-        """Process every event up to time *until* (ps).  *progress(now)* is called about
+        """Process every event before time *until* (ps).  *progress(now)* is called about
         every *progress_step* ps of emulated time."""
         heap = self.heap
         peer = self.peer
@@ -67,7 +67,7 @@ class VirtualEngine:
         next_report = progress_step if progress else INF
         events = 0
         seq = self.seq
-        while heap and heap[0][0] <= until:
+        while heap and heap[0][0] < until:
             t, _, kind, node, port, frame, link = heappop(heap)
             events += 1
             if kind == _DELIVER:

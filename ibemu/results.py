@@ -159,6 +159,16 @@ class Metrics(Recorder):
             d = self._counters[node] = {}
         d[name] = d.get(name, 0) + value
 
+    def add_links(self, capacity: dict) -> None:
+        """Declare directed links (label -> bytes/s), so idle ones appear in results too."""
+        for label, cap in capacity.items():
+            self.link_capacity[label] = cap
+            if label not in self._links:
+                self._new_link(label)
+
+    def add_flow_capacity(self, capacity: dict) -> None:
+        self.flow_capacity.update(capacity)
+
     # -- slow path
     def _new_link(self, label):
         self._links[label] = ([0] * self._n, [0] * self._n, [0] * self._n)

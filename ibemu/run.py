@@ -35,12 +35,11 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
     ps for the windowed figures of the summary.
     """
     flows = {f.name: f for f in scn.flows}
-    fabric_metrics = None
     metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {},
                       packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
     fabric = build_fabric(scn, metrics)
-    metrics.link_capacity.update(fabric.link_capacity)
-    metrics.flow_capacity.update(fabric.flow_capacity)
+    metrics.add_links(fabric.link_capacity)
+    metrics.add_flow_capacity(fabric.flow_capacity)
     capture = ErfPcapWriter(pcap) if pcap else None
     engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, capture)
     if progress is None:
@@ -63,12 +62,11 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
             metrics.counter(node, key, value)
     t_from, t_to = window if window else (None, None)
     summary = metrics.summary(t_from, t_to)
-    del fabric_metrics
     result = RunResult(scn, metrics, summary, engine.events, wall, counters)
     if out_dir is not None:
         out = Path(out_dir)
         write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
-                                                "pcap": str(pcap) if pcap else None},
+                                                "pcap": Path(pcap).name if pcap else None},
                       window=window)
         result.out_dir = out
     return result

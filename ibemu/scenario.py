@@ -176,6 +176,10 @@ class _Ctx:
                 break
         return ScenarioError(self.label, path, reason)
 
+    def by_set(self, path: str) -> bool:
+        """Whether an override set this key (or a table holding it)."""
+        return any(path == p or path.startswith(p + ".") for p, _ in self.overridden)
+
     def conv(self, path, fn, v, *args):
         try:
             return fn(v, *args)
@@ -488,7 +492,13 @@ def _expand_template(ctx, raw: dict) -> dict:
             node = node.get(k) if isinstance(node, dict) else None
         if isinstance(node, dict) and keys[-1] in node:
             if param in params:
-                raise ctx.err(".".join(keys), "conflicts with template.%s; set only one" % param)
+                # both given: a --set beats the file; twice in one place is a conflict
+                by_set, param_by_set = ctx.by_set(".".join(keys)), ctx.by_set("template." + param)
+                if by_set == param_by_set:
+                    raise ctx.err(".".join(keys), "conflicts with template.%s; set only one" % param)
+                if param_by_set:
+                    del node[keys[-1]]
+                    continue
             g = gen
             for k in keys[:-1]:
                 g = g[k]
@@ -500,7 +510,8 @@ def _expand_template(ctx, raw: dict) -> dict:
     if "defaults" in raw:
         d = _table(ctx, "defaults", raw["defaults"], ("link", "switch", "hca"))
         for k, v in d.items():
-            gen.setdefault("defaults", {})[k] = {**gen["defaults"].get(k, {}), **_table(ctx, "defaults." + k, v, _AnyKeys())}
+            mine = _table(ctx, "defaults." + k, v, _AnyKeys())
+            gen.setdefault("defaults", {})[k] = {**gen["defaults"].get(k, {}), **mine}
     for k in ("switch", "hca", "link", "flow"):
         if k in raw:
             gen[k] = gen.get(k, []) + _tables(ctx, k, raw[k])
@@ -577,12 +588,59 @@ def _build(ctx, raw: dict, default_name, source) -> Scenario:
         params = _switch_params(ctx, _merged(s, path, ds, "defaults.switch", SWITCH_KEYS), max_mtu)
         switches.append(SwitchSpec(nm, params, ports, None))
 
-    # [[link]]
+    links, used = _links(ctx, raw, nodes, where, {s.name: s.ports for s in switches}, dl)
+    labels: dict[str, str] = {}
+    for i, ln in enumerate(links):
+        for lab in link_labels(ln):
+            if lab in labels:
+                raise ctx.err(_join("link", i) + ".name", "link label %r is also used by %s" % (lab, labels[lab]))
+            labels[lab] = _join("link", i)
+
+    # switch tables that refer to ports and LIDs
+    lid_of = {h.name: h.lid for h in hcas}
+    for i, (s, sw) in enumerate(zip(sraw, switches)):
+        path = _join("switch", i)
+        conn = sorted(p for (n, p) in used if n == sw.name)
+        if "lft" in s:
+            lft = {}
+            for k, v in _table(ctx, path + ".lft", s["lft"], _AnyKeys()).items():
+                kp = "%s.lft.%s" % (path, k)
+                lid = int(k) if k.isdigit() else lid_of.get(k)
+                if lid is None or lid not in lid_of.values():
+                    raise ctx.err(kp, "no HCA has LID or name %r" % k)
+                port = _int(ctx, kp, v, 1, 254)
+                if port not in conn:
+                    raise ctx.err(kp, "switch %r has no link on port %d (linked: %s)"
+                                  % (sw.name, port, _known(conn, 99)))
+                lft[lid] = port
+            sw.lft = lft
+        for k, v in _table(ctx, path + ".port_buffers", s.get("port_buffers", {}), _AnyKeys()).items():
+            kp = "%s.port_buffers.%s" % (path, k)
+            if not k.isdigit() or int(k) not in conn:
+                raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, _known(conn, 99)))
+            nbytes = ctx.conv(kp, parse_size, v)[0]
+            if nbytes < max_mtu:
+                raise ctx.err(kp, "%d bytes cannot hold one %d-byte packet (largest HCA MTU)" % (nbytes, max_mtu))
+            sw.params.port_buffers[int(k)] = nbytes
+
+    flows = _flows(ctx, raw, nodes, links)
+    out = _output(ctx, raw.get("output", {}), labels, flows)
+
+    resolved = copy.deepcopy(raw)
+    resolved["scenario"] = {"name": name, "duration": format_time(duration), "seed": seed}
+    resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
+                          "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
+    return Scenario(name=name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
+                    seed=seed, output=out, source=source, resolved=resolved)
+
+
+def _links(ctx, raw, nodes, where, ports_of, dl) -> tuple[list[LinkSpec], dict]:
+    """[[link]] entries, with ports given or assigned (next free from 1; 0 is the
+    switch management port); returns the links and {(node, port): link key path}."""
     links: list[LinkSpec] = []
     used: dict[tuple[str, int], str] = {}
     hca_link: dict[str, str] = {}
     lraw = _tables(ctx, "link", raw.get("link", []))
-    ports_of = {s.name: s.ports for s in switches}
     for i, ln in enumerate(lraw):
         path = _join("link", i)
         _table(ctx, path, ln, ("a", "b", "name") + LINK_KEYS, ("a", "b"))
@@ -635,48 +693,7 @@ def _build(ctx, raw: dict, default_name, source) -> Scenario:
     for nm in nodes:
         if nm not in linked:
             raise ctx.err(where[nm], "%s %r has no link" % ("HCA" if nodes[nm] == "hca" else "switch", nm))
-    labels: dict[str, str] = {}
-    for i, ln in enumerate(links):
-        for lab in link_labels(ln):
-            if lab in labels:
-                raise ctx.err(_join("link", i) + ".name", "link label %r is also used by %s" % (lab, labels[lab]))
-            labels[lab] = _join("link", i)
-
-    # switch tables that refer to ports and LIDs
-    lid_of = {h.name: h.lid for h in hcas}
-    for i, (s, sw) in enumerate(zip(sraw, switches)):
-        path = _join("switch", i)
-        conn = sorted(p for (n, p) in used if n == sw.name)
-        if "lft" in s:
-            lft = {}
-            for k, v in _table(ctx, path + ".lft", s["lft"], _AnyKeys()).items():
-                kp = "%s.lft.%s" % (path, k)
-                lid = int(k) if k.isdigit() else lid_of.get(k)
-                if lid is None or lid not in lid_of.values():
-                    raise ctx.err(kp, "no HCA has LID or name %r" % k)
-                port = _int(ctx, kp, v, 1, 254)
-                if port not in conn:
-                    raise ctx.err(kp, "switch %r has no link on port %d (linked: %s)" % (sw.name, port, _known(conn, 99)))
-                lft[lid] = port
-            sw.lft = lft
-        for k, v in _table(ctx, path + ".port_buffers", s.get("port_buffers", {}), _AnyKeys()).items():
-            kp = "%s.port_buffers.%s" % (path, k)
-            if not k.isdigit() or int(k) not in conn:
-                raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, _known(conn, 99)))
-            nbytes = ctx.conv(kp, parse_size, v)[0]
-            if nbytes < max_mtu:
-                raise ctx.err(kp, "%d bytes cannot hold one %d-byte packet (largest HCA MTU)" % (nbytes, max_mtu))
-            sw.params.port_buffers[int(k)] = nbytes
-
-    flows = _flows(ctx, raw, nodes, links)
-    out = _output(ctx, raw.get("output", {}), labels, flows)
-
-    resolved = copy.deepcopy(raw)
-    resolved["scenario"] = {"name": name, "duration": format_time(duration), "seed": seed}
-    resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
-                          "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
-    return Scenario(name=name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
-                    seed=seed, output=out, source=source, resolved=resolved)
+    return links, used
 
 
 def _unknown_node(node, nodes) -> str:

@@ -1,0 +1,56 @@
+"""Seed 003 Figures 2 and 3 (congestion spreading without congestion control),
+reproduced by running the emulator; the accepted ranges are in the reproduction table
+(ibemu/reproduce.py) next to the paper's words, and restated here where the physics
+gives an exact expectation."""
+import pytest
+
+from ibemu.reproduce import BY_ID, REPRODUCTIONS, format_rows, run_reproduction
+
+
+@pytest.fixture(scope="module")
+def results():
+    cache = {}
+
+    def get(rid):
+        if rid not in cache:
+            cache[rid] = run_reproduction(BY_ID[rid], progress=False)
+        return cache[rid]
+    return get
+
+
+@pytest.mark.parametrize("rep", REPRODUCTIONS, ids=lambda r: r.id)
+def test_reproduction_matches_paper(rep, results):
+    rows, ok, _ = results(rep.id)
+    assert ok, "\n" + format_rows(rep, rows)
+
+
+def _value(rows, metric):
+    return next(r[2] for r in rows if r[0] == metric)
+
+
+def test_fig2a_victim_gets_a_sixth_of_its_link(results):
+    rows, _, _ = results("fig2a")
+    # six flows share the root link: remote and victim alternate on the inter-switch link
+    assert abs(_value(rows, "flow:victim") - 1 / 6) < 0.04
+    assert abs(_value(rows, "flow:victim") - _value(rows, "flow:remote1")) < 0.01
+    assert _value(rows, "link:inter") < 0.4
+
+
+def test_fig2b_window_frees_the_inter_switch_link(results):
+    rows2a, _, _ = results("fig2a")
+    rows2b, _, _ = results("fig2b")
+    assert _value(rows2b, "flow:victim") > 4 * _value(rows2a, "flow:victim")
+    assert _value(rows2b, "link:inter") > 0.85
+
+
+def test_fig3_rate_control_beats_window(results):
+    a, _, _ = results("fig3a")
+    b, _, _ = results("fig3b")
+    assert _value(b, "flow:victim") > 3 * _value(a, "flow:victim")
+    assert abs(_value(b, "flow:victim") - 0.5) < 0.03
+
+
+def test_run_counts_no_errors(results):
+    _, _, result = results("fig3a")
+    assert result.counters == {} or all(
+        "Error" not in k for c in result.counters.values() for k in c), result.counters
