@@ -4,8 +4,9 @@
 
 All figures are on one 2 KB frame: LRH / BTH (RC_SEND_ONLY) / 2048-byte payload / ICRC /
 VCRC (2074 bytes on the wire).  Each operation is timed with ``timeit``: the loop count
-is calibrated to about ``--time`` seconds, and the best of ``--repeat`` repeats is kept
-(the minimum is the figure least disturbed by other load on the machine).
+is calibrated to about ``--time`` seconds, the repeats are interleaved across the
+operations, and the best of ``--repeat`` repeats is kept (the minimum is the figure least
+disturbed by other load on the machine).
 """
 from __future__ import annotations
 
@@ -30,11 +31,10 @@ from layers import BTH, LRH  # noqa: E402
 TARGET_RATIO = 50.0
 
 
-def per_call_us(fn, repeat: int, target_s: float) -> float:
+def calibrate(fn, target_s: float) -> tuple[timeit.Timer, int]:
     t = timeit.Timer(fn)
     number, _ = t.autorange()                 # loops taking >= 0.2 s
-    number = max(1, int(number * target_s / 0.2))
-    return min(t.repeat(repeat=repeat, number=number)) / number * 1e6
+    return t, max(1, int(number * target_s / 0.2))
 
 
 def main(argv=None) -> int:
@@ -81,10 +81,15 @@ def main(argv=None) -> int:
     print("python %s, scapy %s, %s, %d CPUs; best of %d repeats"
           % (platform.python_version(), scapy.VERSION, platform.machine(),
              os.cpu_count() or 0, args.repeat))
-    results = {}
-    for name, fn in cases:
-        results[name] = us = per_call_us(fn, args.repeat, args.time)
-        print("  %-36s %10.2f us/frame" % (name, us))
+    # repeats are interleaved across the cases, so that a burst of load from other
+    # processes on a shared machine hits every case alike; the best repeat is kept
+    timers = [(name,) + calibrate(fn, args.time) for name, fn in cases]
+    results = {name: float("inf") for name, _ in cases}
+    for _ in range(args.repeat):
+        for name, timer, number in timers:
+            results[name] = min(results[name], timer.timeit(number) / number * 1e6)
+    for name, _ in cases:
+        print("  %-36s %10.2f us/frame" % (name, results[name]))
     writer.close()
     os.unlink(tmp.name)
 

@@ -42,7 +42,7 @@ def ib_rate(name: str) -> int:
 class LinkParams:
     rate: int = ib_rate("4x_sdr")          # bytes/s
     propagation: int = 0                    # ps (seed 003: short links, negligible)
-    fc_period: int = 26 * PS_PER_US         # periodic flow-control packets (~65536 symbol times at SDR)
+    fc_period: int = 262_144 * PS_PER_NS    # periodic flow-control packets: 65,536 symbol times of 4 ns (SDR)
 
 
 @dataclass

@@ -28,6 +28,7 @@ class VirtualEngine:
         self.seq = 0
         self.now = 0
         self.events = 0
+        self.frames = 0                 # frames delivered across links (frame-hops)
         self._wake_at = {n: INF for n in self.nodes}
 
     def _after(self, node) -> None:
@@ -66,6 +67,7 @@ class VirtualEngine:
         wake_at = self._wake_at
         next_report = progress_step if progress else INF
         events = 0
+        frames = 0
         seq = self.seq
         while heap and heap[0][0] < until:
             t, _, kind, node, port, frame, link = heappop(heap)
@@ -85,6 +87,7 @@ class VirtualEngine:
                     target = peers.get(p)
                     if target is not None:
                         seq += 1
+                        frames += 1
                         heappush(heap, (t0 + target[2], seq, _DELIVER, target[0], target[1], f, lk))
                 node.outbox.clear()
             timers = node.timers
@@ -99,5 +102,6 @@ class VirtualEngine:
                 progress(t)
                 next_report = t + progress_step
         self.seq = seq
+        self.frames += frames
         self.events += events
         self.now = until
