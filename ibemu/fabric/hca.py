@@ -11,7 +11,7 @@ from collections import deque
 
 from ..config import HCAParams
 from .credits import blocks_of
-from .node import Node, Port
+from .node import VL15, Node, Port
 from .traffic import INF
 
 
@@ -53,18 +53,19 @@ class HCA(Node):
             return
         n = len(frame)
         vl = frame[0] >> 4
-        if n < 26 or vl >= len(port.rx):
+        if n < 26 or (vl >= len(port.rx) and vl != VL15):
             self.count("PortRcvErrors")
             return
-        if not port.rx[vl].received(blocks_of(n)):
+        if vl != VL15 and not port.rx[vl].received(blocks_of(n)):
             self.count("ExcessiveBufferOverrunErrors")
             return
         self.at(now + port.tx_time(n), self._rx_done, frame, vl)
 
     def _rx_done(self, now: int, frame, vl: int) -> None:
         port = self.port
-        port.rx[vl].freed(blocks_of(len(frame)))
-        self._send_fcp(port, vl, now)
+        if vl != VL15:
+            port.rx[vl].freed(blocks_of(len(frame)))
+            self._send_fcp(port, vl, now)
         qp = self.qps.get((frame[13] << 16) | (frame[14] << 8) | frame[15])
         if qp is None:
             self.count("dropped_unknown_qp")
@@ -81,7 +82,7 @@ class HCA(Node):
             return
         if self.ctrl:
             frame, vl = self.ctrl[0]
-            if port.tx[vl].can_send(blocks_of(len(frame))):
+            if vl == VL15 or port.tx[vl].can_send(blocks_of(len(frame))):
                 self.ctrl.popleft()
                 self._transmit(frame, vl, now, False)
                 return
@@ -116,7 +117,8 @@ class HCA(Node):
         n = len(frame)
         end = now + port.tx_time(n)
         port.busy_until = end
-        port.tx[vl].sent(blocks_of(n))
+        if vl != VL15:
+            port.tx[vl].sent(blocks_of(n))
         self.outbox.append((port.index, frame, False, now))
         self.recorder.link_tx(port.label, now, n, data)
         self.at(end, self._tx_done)

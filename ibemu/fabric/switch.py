@@ -22,7 +22,7 @@ from ..config import SwitchParams
 from ..wire.codec import set_vl
 from ..wire.opcodes import is_data
 from .credits import blocks_of
-from .node import Node, Port
+from .node import VL15, Node, Port
 from .vlarb import VLArbiter
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
@@ -57,6 +57,7 @@ class Switch(Node):
         nvl = params.data_vls
         self.sl2vl = list(params.sl2vl) if params.sl2vl else [sl % nvl for sl in range(16)]
         self.queues: dict[int, list[list[Entry]]] = {}
+        self.vl15: dict[int, list[Entry]] = {}      # out port -> VL15 packets (priority, no credits)
         self.queued: dict[int, int] = {}            # out port -> packets waiting (cnt1 of seed 003 §5)
         self.in_busy: dict[int, int] = {}           # input port -> time its crossbar input frees
         self.arb: dict[int, VLArbiter] = {}
@@ -68,6 +69,7 @@ class Switch(Node):
         nvl = len(port.tx)                          # operational VLs of this link
         self.queues[port.index] = [[] for _ in range(nvl)]
         self.queued[port.index] = 0
+        self.vl15[port.index] = []
         self.in_busy[port.index] = 0
         vla = self.params.vlarb
         self.arb[port.index] = VLArbiter(vla.high, vla.low, vla.limit_of_high_priority)
@@ -93,22 +95,25 @@ class Switch(Node):
         if out is None or out not in self.ports or out == pidx:
             self.count("PortRcvSwitchRelayErrors")
             return
-        if vl_in >= len(port.rx):
-            self.count("PortRcvErrors")
-            return
         blocks = blocks_of(n)
-        if not port.rx[vl_in].received(blocks):
-            self.count("ExcessiveBufferOverrunErrors")
-            return
-        vl = self.sl2vl[frame[1] >> 4]
-        if vl >= len(self.queues[out]):
-            vl = len(self.queues[out]) - 1
+        if vl_in == VL15:                           # management: not flow controlled
+            vl = VL15
+        else:
+            if vl_in >= len(port.rx):
+                self.count("PortRcvErrors")
+                return
+            if not port.rx[vl_in].received(blocks):
+                self.count("ExcessiveBufferOverrunErrors")
+                return
+            vl = self.sl2vl[frame[1] >> 4]
+            if vl >= len(self.queues[out]):
+                vl = len(self.queues[out]) - 1
         tail = now + port.tx_time(n)
         eligible = (now if self.cut_through else tail) + self.fwd_delay
         lnh = frame[1] & 3
         data = _DATA_OPCODE[frame[8 if lnh == 2 else 48]] if lnh >= 2 else False
         e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
-        self.queues[out][vl].append(e)
+        (self.vl15[out] if vl == VL15 else self.queues[out][vl]).append(e)
         self.queued[out] += 1
         if self.marker is not None:
             self.marker.on_arrival(self, e, now)
@@ -138,6 +143,15 @@ class Switch(Node):
         port = self.ports[o]
         if port.busy_until > now or not self.queued[o]:
             return
+        q15 = self.vl15[o]
+        if q15:                                     # VL15 has priority and needs no credit
+            i = self._pick(q15, now)
+            if i is not None:
+                if i:
+                    q15[0].bypassed += 1
+                self._transmit(port, q15.pop(i), now)
+                return
+            self._arm_eligibility(o, q15, now)
         queues = self.queues[o]
         arb = self.arb[o]
         if arb.single is not None:
@@ -192,7 +206,8 @@ class Switch(Node):
         port.busy_until = end
         self.in_busy[e.inp] = end
         self.queued[o] -= 1
-        port.tx[e.vl].sent(e.blocks)
+        if e.vl != VL15:
+            port.tx[e.vl].sent(e.blocks)
         if e.vl != e.vl_in:
             set_vl(frame, e.vl)
         if self.marker is not None:
@@ -204,11 +219,12 @@ class Switch(Node):
     def _complete(self, now: int, e: Entry) -> None:
         """The packet's last byte left: free its input buffer space, return the credit
         upstream, and let every output that may have waited on that input try again."""
-        inport = self.ports[e.inp]
-        inport.rx[e.vl_in].freed(e.blocks)
+        if e.vl_in != VL15:
+            inport = self.ports[e.inp]
+            inport.rx[e.vl_in].freed(e.blocks)
+            self._send_fcp(inport, e.vl_in, now)
         if self.marker is not None:
             self.marker.on_departure(self, e, now)
-        self._send_fcp(inport, e.vl_in, now)
         self._try_output(e.out, now)
         queued = self.queued
         for o in self.ports:
