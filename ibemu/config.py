@@ -51,8 +51,13 @@ class VLArbTable:
     (VL, weight) with weights in 64-byte units, and the Limit of High-Priority in
     4096-byte units (255 = unlimited)."""
     high: list[tuple[int, int]] = field(default_factory=list)
-    low: list[tuple[int, int]] = field(default_factory=lambda: [(0, 255)])
+    low: list[tuple[int, int]] | None = None    # None: every data VL of the port, weight 255
     limit_of_high_priority: int = 255
+
+    def arbiter(self, data_vls: int):
+        from .fabric.vlarb import VLArbiter
+        low = self.low if self.low is not None else [(vl, 255) for vl in range(data_vls)]
+        return VLArbiter(self.high, low, self.limit_of_high_priority)
 
 
 @dataclass

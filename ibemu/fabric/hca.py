@@ -2,8 +2,10 @@
 
 Received packets occupy the port's receive buffer until their last byte has arrived,
 then go to their QP (the HCA consumes at link speed: a sink never blocks the fabric).
-Transmission: ACKs and other responses first, then the sending QPs in round robin,
-each subject to its window, its rate limit, its generator and the link credits of its VL.
+Transmission: ACKs and other responses first, then data: among the VLs that have a
+sendable QP the IBA VL arbitration picks one (:mod:`ibemu.fabric.vlarb`), and within a
+VL the QPs take turns (round robin), each subject to its window, its rate limit, its
+generator and the link credits of its VL.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class HCA(Node):
     def add_port(self, port: Port) -> None:
         self.port = port
         self.ports[port.index] = port
+        self.arb = self.params.vlarb.arbiter(len(port.tx))
 
     def new_qpn(self) -> int:
         self._next_qpn += 1
@@ -89,9 +92,13 @@ class HCA(Node):
         senders = self.senders
         n = len(senders)
         earliest = INF
+        single = self.arb.single is not None
+        first = {}                          # VL -> index of its first sendable QP
         for k in range(n):
             i = (self.rr + k) % n
             qp = senders[i]
+            if qp.vl in first:
+                continue
             ok, t = qp.ready(now)
             if not ok:
                 if t is not None and t < earliest:
@@ -99,9 +106,18 @@ class HCA(Node):
                 continue
             if not port.tx[qp.vl].can_send(blocks_of(qp.next_size())):
                 continue
+            first[qp.vl] = i
+            if single:
+                break
+        if first:
+            vl = next(iter(first)) if single else self.arb.choose(first)
+            i = first[vl]
+            qp = senders[i]
             frame = qp.next_packet(now)
+            if not single:
+                self.arb.sent(vl, len(frame), first)
             self.rr = (i + 1) % n
-            self._transmit(frame, qp.vl, now, True)
+            self._transmit(frame, vl, now, True)
             return
         if earliest < INF and earliest != self._kick_at:
             self._kick_at = earliest

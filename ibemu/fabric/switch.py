@@ -23,7 +23,6 @@ from ..wire.codec import set_vl
 from ..wire.opcodes import is_data
 from .credits import blocks_of
 from .node import VL15, Node, Port
-from .vlarb import VLArbiter
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
 
@@ -71,8 +70,7 @@ class Switch(Node):
         self.queued[port.index] = 0
         self.vl15[port.index] = []
         self.in_busy[port.index] = 0
-        vla = self.params.vlarb
-        self.arb[port.index] = VLArbiter(vla.high, vla.low, vla.limit_of_high_priority)
+        self.arb[port.index] = self.params.vlarb.arbiter(nvl)
         self._wake_at[port.index] = -1
 
     # ---------------------------------------------------------------- receive
@@ -185,9 +183,22 @@ class Switch(Node):
         self._transmit(port, e, now)
 
     def _arm_eligibility(self, o: int, q: list, now: int) -> None:
-        """If the head is waiting only for its forwarding delay, wake at its time."""
-        t = q[0].eligible
-        if t > now and self._wake_at[o] != t:
+        """Wake when the FIFO's pick can change with time alone: at the head's
+        eligibility; or, when the head is eligible but its input is busy and it may still
+        be bypassed, at the eligibility of the first newer packet not yet eligible
+        (where :meth:`_pick` stopped).  Inputs freeing up are handled by ``_complete``."""
+        head = q[0]
+        t = head.eligible
+        if t <= now:
+            if self.in_busy[head.inp] <= now or head.bypassed >= self.bypass_limit:
+                return
+            for e in q:
+                if e.eligible > now:
+                    t = e.eligible
+                    break
+            else:
+                return
+        if self._wake_at[o] != t:
             self._wake_at[o] = t
             self.at(t, self._eligible_timer, o)
 
