@@ -18,7 +18,8 @@ from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, FCSF
 from scapy.packet import Packet, Raw, bind_layers
 
 from ibemu.wire.crc import icrc as _icrc, vcrc as _vcrc
-from ibemu.wire.opcodes import AETH_KINDS, NAK_CODES, OPCODES, opcode_name
+from ibemu.wire.opcodes import OPCODES, opcode_name
+from ibemu.wire.summary import aeth_text as aeth_syndrome_text
 
 OPCODE_NAMES = {code: name for code, (name, _) in OPCODES.items()}
 LNH_NAMES = {0: "Raw", 1: "IPv6", 2: "IBA_LOCAL", 3: "IBA_GLOBAL"}
@@ -164,20 +165,6 @@ class AtomicETH(_ExtHeader):
     name = "InfiniBand AtomicETH"
     fields_desc = [XLongField("va", 0), XIntField("r_key", 0),
                    LongField("swap_data", 0), LongField("cmp_data", 0)]
-
-
-def aeth_syndrome_text(syndrome: int) -> str:
-    """Decode an AETH syndrome (IBA 9.7.5.1): ACK with credit count, RNR NAK with its
-    timer, or NAK with its code."""
-    kind, value = (syndrome >> 5) & 3, syndrome & 0x1F
-    name = AETH_KINDS[kind]
-    if kind == 0:
-        return "ACK credits=%s" % ("invalid" if value == 31 else value)
-    if kind == 1:
-        return "RNR_NAK timer=%d" % value
-    if kind == 3:
-        return "NAK %s" % NAK_CODES.get(value, "code=%d" % value)
-    return "%s 0x%02x" % (name, syndrome)
 
 
 class _SyndromeField(ByteField):

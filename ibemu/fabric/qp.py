@@ -35,11 +35,13 @@ def payload_len(frame) -> int:
 class SenderBase:
     """Window, rate limit and generator shared by every sending QP."""
 
-    def __init__(self, hca, flow, qpn: int, vl: int):
+    def __init__(self, hca, flow, qpn: int, remote_qpn: int, dlid: int, vl: int):
         self.hca = hca
         self.flow = flow
         self.name = flow.name
         self.qpn = qpn
+        self.remote_qpn = remote_qpn
+        self.dlid = dlid
         self.vl = vl
         self.sl = flow.sl
         self.cwnd = flow.window             # None: no window
@@ -61,20 +63,22 @@ class SenderBase:
     def window_open(self) -> bool:
         return self.cwnd is None or self.outs < self.cwnd
 
+    def _build(self, opcode: int, psn: int, **fields):
+        """A packet of this QP's connection (addresses, QPN, VL and SL filled in)."""
+        return build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
+                     destqp=self.remote_qpn, vl=self.vl, sl=self.sl, **fields)
+
 
 class RCRequester(SenderBase):
     """The source of an RC flow: SEND / RDMA WRITE data, or RDMA READ requests."""
 
     def __init__(self, hca, flow, qpn, remote_qpn, dlid, vl, generator, max_reads=16):
-        super().__init__(hca, flow, qpn, vl)
-        self.remote_qpn = remote_qpn
-        self.dlid = dlid
+        super().__init__(hca, flow, qpn, remote_qpn, dlid, vl)
         self.gen = generator
         self.op = flow.op
         self.psn = 0
         self.una = 0                        # oldest unacknowledged PSN
         self.msg_left = 0                   # bytes of the current message not yet sent
-        self.msg_started = False
         self.max_reads = max_reads
         self.reads_out = 0
         self.naks = 0
@@ -138,9 +142,7 @@ class RCRequester(SenderBase):
             self.msg_left -= n
             ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)) else 0
             self.hca.recorder.flow_tx(self.name, now, n)
-        frame = build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
-                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl, ackreq=ackreq,
-                      payload=payload, ext=ext)
+        frame = self._build(opcode, psn, ackreq=ackreq, payload=payload, ext=ext)
         self.sent_packets += 1
         self.next_allowed = now + self.gap_after(len(frame))
         return frame
@@ -183,10 +185,8 @@ class RCResponder(SenderBase):
     """The destination of an RC flow; for RDMA READ also the sender of the responses."""
 
     def __init__(self, hca, flow, qpn, remote_qpn, dlid, vl, ack_every: int = 1):
-        super().__init__(hca, flow, qpn, vl)
+        super().__init__(hca, flow, qpn, remote_qpn, dlid, vl)
         self.cwnd = None
-        self.remote_qpn = remote_qpn
-        self.dlid = dlid
         self.epsn = 0
         self.msn = 0
         self.ack_every = ack_every
@@ -196,9 +196,7 @@ class RCResponder(SenderBase):
         self.out_of_sequence = 0
 
     def _ack(self, psn: int, syndrome: int = ACK_SYNDROME):
-        return build(dlid=self.dlid, slid=self.hca.lid, opcode=OP.RC_ACKNOWLEDGE, psn=psn,
-                     destqp=self.remote_qpn, vl=self.vl, sl=self.sl,
-                     ext={"AETH": {"syndrome": syndrome, "msn": self.msn}})
+        return self._build(OP.RC_ACKNOWLEDGE, psn, ext={"AETH": {"syndrome": syndrome, "msn": self.msn}})
 
     def on_packet(self, now: int, frame):
         """Returns an ACK/NAK frame to send, or None."""
@@ -255,9 +253,7 @@ class RCResponder(SenderBase):
         else:
             opcode = OP.RC_RDMA_READ_RESPONSE_LAST if last else OP.RC_RDMA_READ_RESPONSE_MIDDLE
         ext = {"AETH": {"syndrome": ACK_SYNDROME, "msn": self.msn}} if (first or last) else None
-        frame = build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
-                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl,
-                      payload=self.hca.payload(n), ext=ext)
+        frame = self._build(opcode, psn, payload=self.hca.payload(n), ext=ext)
         self.hca.recorder.flow_tx(self.name, now, n)
         if last:
             self.reads.pop(0)
@@ -271,10 +267,8 @@ class UDSender(SenderBase):
     """UD source: SEND_ONLY datagrams with a DETH, no ACKs, no window."""
 
     def __init__(self, hca, flow, qpn, remote_qpn, dlid, vl, generator, q_key=0x11111111):
-        super().__init__(hca, flow, qpn, vl)
+        super().__init__(hca, flow, qpn, remote_qpn, dlid, vl)
         self.cwnd = None
-        self.remote_qpn = remote_qpn
-        self.dlid = dlid
         self.gen = generator
         self.psn = 0
         self.q_key = q_key
@@ -294,9 +288,7 @@ class UDSender(SenderBase):
     def next_packet(self, now):
         self.gen.taken()
         n = min(self.flow.message_size, self.hca.mtu)
-        frame = build(dlid=self.dlid, slid=self.hca.lid, opcode=OP.UD_SEND_ONLY, psn=self.psn,
-                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl,
-                      payload=self.hca.payload(n), ext=self.ext)
+        frame = self._build(OP.UD_SEND_ONLY, self.psn, payload=self.hca.payload(n), ext=self.ext)
         self.psn = (self.psn + 1) % PSN_MOD
         self.hca.recorder.flow_tx(self.name, now, n)
         self.next_allowed = now + self.gap_after(len(frame))

@@ -8,6 +8,8 @@ from .opcodes import AETH_KINDS, NAK_CODES, opcode_name
 
 
 def aeth_text(syndrome: int) -> str:
+    """Decode an AETH syndrome (IBA 9.7.5.1): ACK with its credit count, RNR NAK with its
+    timer, or NAK with its code."""
     kind, value = (syndrome >> 5) & 3, syndrome & 0x1F
     if kind == 0:
         return "ACK credits=%s" % ("invalid" if value == 31 else value)
