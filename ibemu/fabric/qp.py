@@ -60,6 +60,12 @@ class SenderBase:
             t = max(t, (self.ipd + 1) * self.hca.port.tx_time(nbytes))
         return t
 
+    def _paced(self, now: int):
+        """The rate limiter's verdict: (True, None) or (False, the time it allows)."""
+        if self.next_allowed > now:
+            return False, self.next_allowed
+        return True, None
+
     def window_open(self) -> bool:
         return self.cwnd is None or self.outs < self.cwnd
 
@@ -92,9 +98,7 @@ class RCRequester(SenderBase):
             ok, t = self.gen.next_message(now)
             if not ok:
                 return False, t
-        if self.next_allowed > now:
-            return False, self.next_allowed
-        return True, None
+        return self._paced(now)
 
     def next_size(self) -> int:
         if self.op == "read":
@@ -234,9 +238,7 @@ class RCResponder(SenderBase):
     def ready(self, now: int):
         if not self.reads:
             return False, None
-        if self.next_allowed > now:
-            return False, self.next_allowed
-        return True, None
+        return self._paced(now)
 
     def next_size(self) -> int:
         psn, left, first = self.reads[0]
@@ -278,9 +280,7 @@ class UDSender(SenderBase):
         ok, t = self.gen.next_message(now)
         if not ok:
             return False, t
-        if self.next_allowed > now:
-            return False, self.next_allowed
-        return True, None
+        return self._paced(now)
 
     def next_size(self):
         return wire_size(min(self.flow.message_size, self.hca.mtu), 8)
