@@ -120,8 +120,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     for link, pa, pb in _assign_ports(scn):
         lp = link.params
         nvl = min(vls_of(link.a), vls_of(link.b))
-        label_ab = link.name or "%s->%s" % (link.a, link.b)
-        label_ba = (link.name + ".rev") if link.name else "%s->%s" % (link.b, link.a)
+        label_ab, label_ba = link.labels()
         for name, p, label in ((link.a, pa, label_ab), (link.b, pb, label_ba)):
             port = Port(p, lp.rate, lp.propagation, nvl, capacity(name, p), label, lp.fc_period)
             nodes[name].add_port(port)

@@ -106,6 +106,12 @@ class LinkSpec:
     params: LinkParams = field(default_factory=LinkParams)
     name: str | None = None                 # label used in results; default "a->b"
 
+    def labels(self) -> tuple[str, str]:
+        """Labels of the two directions: (name or "a->b", name + ".rev" or "b->a")."""
+        if self.name:
+            return self.name, self.name + ".rev"
+        return "%s->%s" % (self.a, self.b), "%s->%s" % (self.b, self.a)
+
 
 @dataclass
 class FlowSpec:

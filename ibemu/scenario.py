@@ -14,12 +14,10 @@ import copy
 import difflib
 import re
 import tomllib
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from .config import (PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, FlowSpec, HCAParams, HCASpec,
-                     LinkParams, LinkSpec, OutputSpec, Scenario, SwitchParams, SwitchSpec,
-                     VLArbTable, ib_rate)
+from .config import (FlowSpec, HCAParams, HCASpec, LinkParams, LinkSpec, OutputSpec, Scenario,
+                     SwitchParams, SwitchSpec, VLArbTable)
 from .errors import UserError
 
 __all__ = ["ScenarioError", "load_scenario", "scenario_from_dict", "apply_overrides",
@@ -34,126 +32,12 @@ class ScenarioError(UserError):
         super().__init__(": ".join(x for x in (file, key, reason) if x))
 
 
-# ---------------------------------------------------------------- units
-
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-TIME_UNITS = {"ps": 1, "ns": PS_PER_NS, "us": PS_PER_US, "µs": PS_PER_US, "μs": PS_PER_US,
-              "ms": PS_PER_MS, "s": PS_PER_S}
-_TIME_RE = re.compile(r"^\s*(%s)\s*(ps|ns|us|µs|μs|ms|s)\s*$" % _NUM)
-SIZE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1000, "kib": 1024, "mb": 10**6,
-              "mib": 2**20, "gb": 10**9, "gib": 2**30}
-_SIZE_RE = re.compile(r"^\s*(%s)\s*([A-Za-z]+)\s*$" % _NUM)
-_RATE_RE = re.compile(r"^\s*(%s)\s*([kKMGT]?)(i?)(B|b|bit)(/s|ps)\s*$" % _NUM)
-_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-_IB_NAME = re.compile(r"^\s*\d+\s*x[\s_-]*[a-z]+\s*$", re.I)
-
-
-def _describe(v) -> str:
-    if isinstance(v, bool):
-        return "boolean %s" % str(v).lower()
-    if isinstance(v, int):
-        return "integer %d" % v
-    if isinstance(v, float):
-        return "float %r" % v
-    if isinstance(v, str):
-        return "string %r" % v
-    if isinstance(v, list):
-        return "an array"
-    if isinstance(v, dict):
-        return "a table"
-    return "a date/time"
-
-
-def _decimal(text: str, what: str) -> Decimal:
-    try:
-        return Decimal(text)
-    except InvalidOperation:
-        raise ValueError("cannot read %s %r" % (what, text)) from None
-
-
-def parse_time(v) -> int:
-    """Picoseconds from "40ns", "2.068us", "26 µs", "2ms", "0.1s" (or 0)."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        if v == 0:
-            return 0
-        raise ValueError("bare number %r: add a unit, e.g. '%sus' (ns, us, ms or s)" % (v, v))
-    if not isinstance(v, str):
-        raise ValueError("expected a time such as '40ns' or '2ms', got %s" % _describe(v))
-    m = _TIME_RE.match(v)
-    if not m:
-        raise ValueError("cannot read time %r (expected e.g. '40ns', '26us', '2ms', '0.1s')" % v)
-    ps = _decimal(m[1], "time") * TIME_UNITS[m[2]]
-    if ps < 0:
-        raise ValueError("must not be negative, got %r" % v)
-    if ps != ps.to_integral_value():
-        raise ValueError("%r is not a whole number of picoseconds" % v)
-    return int(ps)
-
-
-def format_time(ps: int) -> str:
-    """The shortest exact spelling of a time in ps: 100_000_000 -> "100us"."""
-    for name, unit in (("s", PS_PER_S), ("ms", PS_PER_MS), ("us", PS_PER_US), ("ns", PS_PER_NS)):
-        if ps % unit == 0:
-            return "%d%s" % (ps // unit, name)
-    return "%dps" % ps
-
-
-def parse_size(v, packets: bool = False) -> tuple[int | None, int | None]:
-    """``(bytes, None)`` or, when ``packets`` is allowed, ``(None, n)`` for "n packets"."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        if v < 0:
-            raise ValueError("must not be negative, got %d" % v)
-        return v, None
-    if not isinstance(v, str):
-        raise ValueError("expected a size such as 2048, '8KiB'%s, got %s"
-                         % (" or '4 packets'" if packets else "", _describe(v)))
-    m = _SIZE_RE.match(v)
-    unit = m[2].lower() if m else ""
-    if unit in ("packet", "packets"):
-        if not packets:
-            raise ValueError("%r: a packet count is only accepted for a switch 'buffer'; "
-                             "give bytes, e.g. '8KiB'" % v)
-        n = _decimal(m[1], "size")
-        if n != n.to_integral_value() or n < 1:
-            raise ValueError("%r: the packet count must be a whole number >= 1" % v)
-        return None, int(n)
-    if not m or unit not in SIZE_UNITS:
-        raise ValueError("cannot read size %r (expected e.g. 2048, '2KiB', '8192 bytes'%s)"
-                         % (v, ", '4 packets'" if packets else ""))
-    n = _decimal(m[1], "size") * SIZE_UNITS[unit]
-    if n < 0:
-        raise ValueError("must not be negative, got %r" % v)
-    if n != n.to_integral_value():
-        raise ValueError("%r is not a whole number of bytes" % v)
-    return int(n), None
-
-
-def parse_rate(v) -> int:
-    """Bytes/s from a number, an IB link name ("4x_sdr") or "8Gb/s", "1GB/s", "100MiB/s"."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        if v <= 0:
-            raise ValueError("must be positive, got %r" % v)
-        return int(round(v))
-    if not isinstance(v, str):
-        raise ValueError("expected a rate such as '4x_sdr', '8Gb/s' or bytes/s, got %s" % _describe(v))
-    if _IB_NAME.match(v):
-        return ib_rate(v.strip())          # its ValueError says which names exist
-    m = _RATE_RE.match(v)
-    if not m or (m[3] and m[2] in ("", "k")):
-        raise ValueError("cannot read rate %r (expected e.g. 4x_sdr, '8Gb/s', '1GB/s', "
-                         "'100MB/s' or bytes/s as a number)" % v)
-    mult = 1024 ** " KMGT".index(m[2].upper()) if m[3] else _PREFIX[m[2]]
-    rate = _decimal(m[1], "rate") * mult / (1 if m[4] == "B" else 8)
-    if rate <= 0:
-        raise ValueError("must be positive, got %r" % v)
-    return int(rate.to_integral_value())
+from .units import _describe, format_time, parse_rate, parse_size, parse_time  # noqa: F401
 
 
 def link_labels(link: LinkSpec) -> tuple[str, str]:
-    """Labels of a link's two directions: (name or "a->b", name + ".rev" or "b->a")."""
-    if link.name:
-        return link.name, link.name + ".rev"
-    return "%s->%s" % (link.a, link.b), "%s->%s" % (link.b, link.a)
+    """Labels of a link's two directions (see :meth:`ibemu.config.LinkSpec.labels`)."""
+    return link.labels()
 
 
 # ---------------------------------------------------------------- checking helpers

@@ -23,6 +23,7 @@ from ..wire.codec import set_vl
 from ..wire.opcodes import is_data
 from .credits import blocks_of
 from .node import VL15, Node, Port
+from .vlarb import VLArbiter
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
 
