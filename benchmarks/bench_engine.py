@@ -15,7 +15,6 @@ import pstats
 import time
 
 from ibemu.build import build_fabric
-from ibemu.config import PS_PER_MS
 from ibemu.engine import VirtualEngine
 from ibemu.fabric.recorder import Recorder
 from ibemu.topologies import santos_fig1

@@ -1,0 +1,65 @@
+"""Plots of a run in the style of seed 003 Figure 2: rates over time (sliding window)
+as fractions of link bandwidth, for the chosen links and flow groups."""
+from __future__ import annotations
+
+import warnings
+
+from .config import PS_PER_MS
+
+PLOT_MAX_LINKS = 6          # links in throughput.png when output.plot_links is empty
+
+
+def _pick_links(metrics, wanted: list[str]) -> list[str]:
+    names = metrics.link_names()
+    if wanted:
+        missing = [l for l in wanted if l not in metrics._links]
+        if missing:
+            warnings.warn("plot_links not in the fabric: %s" % ", ".join(missing))
+        return [l for l in wanted if l in metrics._links]
+    busy = sorted(range(len(names)), key=lambda i: (-sum(metrics._links[names[i]][0]), i))
+    return [names[i] for i in sorted(busy[:PLOT_MAX_LINKS]) if sum(metrics._links[names[i]][0]) > 0]
+
+
+def plot_run(metrics, scenario, out, times, link_data, link_all, flow_cols, group_cols):
+    from matplotlib.figure import Figure     # no pyplot: no global backend state
+
+    styles = ["-", "--", "-.", ":"]
+    links = _pick_links(metrics, list(scenario.output.plot_links))
+    wanted_groups = list(scenario.output.plot_groups)
+    if wanted_groups:
+        missing = [g for g in wanted_groups if g not in group_cols]
+        if missing:
+            warnings.warn("plot_groups not among the flow groups: %s" % ", ".join(missing))
+        curves = [(g, group_cols[g]) for g in wanted_groups if g in group_cols]
+    elif group_cols:
+        curves = list(group_cols.items())
+    else:
+        curves = list(flow_cols.items())[:PLOT_MAX_LINKS]
+    series = [(l, link_data[l]) for l in links] + curves
+    xmax = scenario.duration / PS_PER_MS
+
+    def figure(title, lines, ylabel):
+        fig = Figure(figsize=(8, 4.8), dpi=110)
+        ax = fig.add_subplot()
+        for k, (label, y) in enumerate(lines):
+            ax.plot(times, y, styles[(k // 10) % len(styles)], color="C%d" % (k % 10),
+                    label=label, linewidth=1.4)
+        ax.set_xlim(0, xmax)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        if lines and len(lines) <= 16:
+            ax.legend(loc="best", fontsize="small")
+        fig.tight_layout()
+        return fig
+
+    win_ms = (getattr(scenario.output, "window", None) or metrics.window) / PS_PER_MS
+    figure(scenario.name, series, "rate (fraction of link bandwidth, %g ms window)" % win_ms) \
+        .savefig(out / "throughput.png", metadata={"Software": None})
+    all_links = [l for l in metrics.link_names()]
+    if len(all_links) > len(links):
+        figure(scenario.name + " - all links", [(l, link_all[l]) for l in all_links],
+               "link utilization (%g ms window)" % win_ms) \
+            .savefig(out / "links.png", metadata={"Software": None})
