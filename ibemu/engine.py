@@ -32,7 +32,8 @@ class VirtualEngine:
         self._wake_at = {n: INF for n in self.nodes}
 
     def _after(self, node) -> None:
-        """Take the node's transmissions and its next deadline."""
+        """Take the node's transmissions and its next deadline (outside :meth:`run`,
+        whose loop inlines the same steps because it is the hot path)."""
         heap = self.heap
         if node.outbox:
             peers = self.peer[node]
@@ -45,6 +46,7 @@ class VirtualEngine:
                     continue                    # unconnected port: the frame goes nowhere
                 peer, pport, prop = target
                 self.seq += 1
+                self.frames += 1
                 heappush(heap, (t0 + prop, self.seq, _DELIVER, peer, pport, frame, link))
             node.outbox.clear()
         d = node.next_deadline()

@@ -63,7 +63,7 @@ class ErfPcapWriter:
         rlen = ERF_HDR_LEN + n
         sec, rem = divmod(time_ns, NS)
         self._buf.append(_REC.pack(sec, rem, rlen, rlen))
-        self._buf.append(struct.pack("<QBB", (sec << 32) | ((rem << 32) // NS),
+        self._buf.append(struct.pack("<QBB", erf_timestamp(time_ns),
                                      ERF_TYPE_INFINIBAND_LINK if link else ERF_TYPE_INFINIBAND,
                                      ERF_FLAG_VARLEN) + _ERF_TAIL.pack(rlen, 0, n))
         self._buf.append(bytes(frame))
