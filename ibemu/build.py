@@ -85,6 +85,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     max_frame = mtu + MAX_HEADERS
     nodes: dict[str, Node] = {}
     sw_specs = {s.name: s for s in scn.switches}
+    hca_specs = {h.name: h for h in scn.hcas}
     for s in scn.switches:
         nodes[s.name] = Switch(s.name, s.params, {}, recorder)
     for h in scn.hcas:
@@ -92,7 +93,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
 
     def vls_of(name):
         spec = sw_specs.get(name)
-        return spec.params.data_vls if spec else next(h.params.data_vls for h in scn.hcas if h.name == name)
+        return (spec or hca_specs[name]).params.data_vls
 
     def capacity(name, port):
         spec = sw_specs.get(name)
@@ -105,7 +106,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
             else:
                 nbytes = (p.buffer_packets or 4) * blocks_of(max_frame) * 64
         else:
-            h = next(h for h in scn.hcas if h.name == name)
+            h = hca_specs[name]
             nbytes = h.params.buffer_bytes or 4 * blocks_of(max_frame) * 64
         blocks = nbytes // 64
         if not 0 < blocks <= MAX_CAPACITY_BLOCKS:
