@@ -149,8 +149,9 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         gen = make_generator(flow, scn.seed)
         if flow.transport == "ud":
             snd = UDSender(src, flow, qs, qd, dst.lid, vl_s, gen)
-            rcv = UDReceiver(dst, flow, qd)
+            rcv = UDReceiver(dst, flow, qd, qs, vl_d)
             src.senders.append(snd)
+            src.qps[qs] = snd               # for CNPs
             dst.qps[qd] = rcv
         else:
             snd = RCRequester(src, flow, qs, qd, dst.lid, vl_s, gen)
@@ -161,4 +162,6 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
             if flow.op == "read":
                 dst.senders.append(rcv)
         fabric.qps[flow.name] = (snd, rcv)
+    from .cc import install
+    install(fabric, scn)
     return fabric

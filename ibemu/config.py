@@ -155,3 +155,4 @@ class Scenario:
     output: OutputSpec = field(default_factory=OutputSpec)
     source: str | None = None               # file it came from
     resolved: dict = field(default_factory=dict)   # the resolved configuration, for results
+    cc: object = None                       # ibemu.cc.CCSpec; None: no congestion control

@@ -63,3 +63,37 @@ def plot_run(metrics, scenario, out, times, link_data, link_all, flow_cols, grou
         figure(scenario.name + " - all links", [(l, link_all[l]) for l in all_links],
                "link utilization (%g ms window)" % win_ms) \
             .savefig(out / "links.png", metadata={"Software": None})
+
+
+PLOT_MAX_TRACES = 12        # curves per panel of cc.png
+
+
+def plot_traces(metrics, scenario, out) -> None:
+    """cc.png: one panel per traced congestion-control variable (CCTI, CIPD, CWND,
+    Marking_Rate, ...), a step curve per owner, and the logged events as ticks."""
+    from matplotlib.figure import Figure
+
+    kinds = sorted({k for k, _ in metrics.traces})
+    fig = Figure(figsize=(8, 2.4 * len(kinds) + 0.6), dpi=110)
+    xmax = scenario.duration / PS_PER_MS
+    for n, kind in enumerate(kinds):
+        ax = fig.add_subplot(len(kinds), 1, n + 1)
+        keys = sorted(k for kd, k in metrics.traces if kd == kind)
+        for j, key in enumerate(keys[:PLOT_MAX_TRACES]):
+            tr = metrics.traces[(kind, key)]
+            xs = [t / PS_PER_MS for t, _ in tr] + [xmax]
+            ys = [v for _, v in tr] + [tr[-1][1]]
+            ax.step(xs, ys, where="post", color="C%d" % (j % 10), label=key, linewidth=1.2)
+        for t, _, _ in metrics.events:
+            ax.axvline(t / PS_PER_MS, color="0.6", linewidth=0.6, linestyle=":")
+        ax.set_xlim(0, xmax)
+        ax.set_ylabel(kind)
+        ax.grid(True, alpha=0.3)
+        if len(keys) <= PLOT_MAX_TRACES:
+            ax.legend(loc="best", fontsize="x-small")
+        else:
+            ax.set_title("first %d of %d" % (PLOT_MAX_TRACES, len(keys)), fontsize="small")
+    fig.axes[-1].set_xlabel("time (ms)")
+    fig.suptitle(scenario.name + " - congestion control state")
+    fig.tight_layout()
+    fig.savefig(out / "cc.png", metadata={"Software": None})

@@ -111,6 +111,8 @@ class Metrics(Recorder):
         self._ftx: dict[str, tuple[list, list]] = {}           # bytes, packets
         self._frx: dict[str, tuple[list, list, list]] = {}     # bytes, packets, messages
         self._counters: dict[str, dict[str, int]] = {}
+        self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
+        self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
         for label in self.link_capacity:
             self._new_link(label)
         for name in self.flows:
@@ -156,6 +158,30 @@ class Metrics(Recorder):
         if d is None:
             d = self._counters[node] = {}
         d[name] = d.get(name, 0) + value
+
+    def trace(self, kind: str, key: str, t: int, value: float) -> None:
+        tr = self.traces.get((kind, key))
+        if tr is None:
+            tr = self.traces[(kind, key)] = []
+        if tr and tr[-1][0] == t:
+            tr[-1] = (t, value)
+        elif not tr or tr[-1][1] != value:
+            tr.append((t, value))
+
+    def event(self, t: int, source: str, text: str) -> None:
+        self.events.append((t, source, text))
+
+    def trace_summary(self) -> dict:
+        """Per kind and key: changes, min, max, last value and the time-weighted mean."""
+        out: dict = {}
+        for (kind, key), tr in sorted(self.traces.items()):
+            ts = [t for t, _ in tr] + [max(self.duration, tr[-1][0])]
+            vals = [v for _, v in tr]
+            span = ts[-1] - ts[0]
+            mean = (sum(v * (ts[i + 1] - ts[i]) for i, v in enumerate(vals)) / span) if span else vals[-1]
+            out.setdefault(kind, {})[key] = {"changes": len(tr), "min": min(vals), "max": max(vals),
+                                             "last": vals[-1], "mean": mean}
+        return out
 
     def add_links(self, capacity: dict) -> None:
         """Declare directed links (label -> bytes/s), so idle ones appear in results too."""
@@ -440,7 +466,19 @@ def write_outputs(metrics: Metrics, scenario, out_dir, extra: dict | None = None
                "summary": summary}
     if extra is not None:
         results["extra"] = extra
+    if metrics.traces:
+        results["traces"] = metrics.trace_summary()
+    if metrics.events:
+        results["events"] = [{"time_ms": t / PS_PER_MS, "source": src, "text": text}
+                             for t, src, text in metrics.events]
     _dump_json(results, out / "results.json")
+    if metrics.traces:
+        with (out / "traces.csv").open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(["kind", "key", "time_ms", "value"])
+            for (kind, key), tr in sorted(metrics.traces.items()):
+                for t, v in tr:
+                    w.writerow([kind, key, "%.9g" % (t / PS_PER_MS), _fmt(v)])
     _dump_json(scenario.resolved or dataclasses.asdict(scenario), out / "config.json")
 
     times = metrics.times_ms()
@@ -457,6 +495,9 @@ def write_outputs(metrics: Metrics, scenario, out_dir, extra: dict | None = None
     if getattr(scenario.output, "plots", False):
         from .plots import plot_run
         plot_run(metrics, scenario, out, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
+        if metrics.traces:
+            from .plots import plot_traces
+            plot_traces(metrics, scenario, out)
     return results
 
 

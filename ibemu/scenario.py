@@ -309,7 +309,7 @@ def _hca_params(ctx, items) -> HCAParams:
 
 # ---------------------------------------------------------------- the loader
 
-TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template")
+TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc")
 FLOW_KEYS = ("name", "src", "dst", "transport", "op", "pattern", "message_size", "count", "start",
              "stop", "window", "ipd", "rate", "rate_fraction", "sl", "mean_on", "mean_off", "group")
 OUTPUT_KEYS = ("bin", "window", "plots", "plot_links", "plot_groups")
@@ -388,7 +388,7 @@ def _expand_template(ctx, raw: dict) -> dict:
                 g = g[k]
             del g[keys[-1]]
             normalized.pop(param, None)
-    for k in ("scenario", "output"):
+    for k in ("scenario", "output", "cc"):
         if k in raw:
             gen[k] = {**gen.get(k, {}), **_table(ctx, k, raw[k], _AnyKeys())}
     if "defaults" in raw:
@@ -509,13 +509,15 @@ def _build(ctx, raw: dict, default_name, source) -> Scenario:
 
     flows = _flows(ctx, raw, nodes, links)
     out = _output(ctx, raw.get("output", {}), labels, flows)
+    from .cc.config import parse_cc
+    cc = parse_cc(ctx, raw.get("cc", {}), "cc", nodes)
 
     resolved = copy.deepcopy(raw)
     resolved["scenario"] = {"name": name, "duration": format_time(duration), "seed": seed}
     resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
                           "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
     return Scenario(name=name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
-                    seed=seed, output=out, source=source, resolved=resolved)
+                    seed=seed, output=out, source=source, resolved=resolved, cc=cc)
 
 
 def _links(ctx, raw, nodes, where, ports_of, dl) -> tuple[list[LinkSpec], dict]:

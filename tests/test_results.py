@@ -331,3 +331,24 @@ def test_progress_shows_emulated_ms_on_a_tty():
         p.update(10 * PS_PER_MS + 1)
     out = stream.getvalue()
     assert "ms" in out and "10.00" in out
+
+
+def test_traces_and_events_go_to_results_csv_and_plot(tmp_path):
+    from ibemu.config import PS_PER_MS, OutputSpec, Scenario
+    from ibemu.results import Metrics, write_outputs
+    m = Metrics(10 * PS_PER_MS, PS_PER_MS // 10, {}, {}, {})
+    m.trace("CCTI", "f1", 0, 0)
+    m.trace("CCTI", "f1", 2 * PS_PER_MS, 4)
+    m.trace("CCTI", "f1", 2 * PS_PER_MS, 5)             # same instant: last value wins
+    m.trace("CCTI", "f1", 3 * PS_PER_MS, 5)             # unchanged: not stored
+    m.trace("CCTI", "f1", 6 * PS_PER_MS, 1)
+    m.event(4 * PS_PER_MS, "dcms", "s1:3 Marking_Rate 0")
+    scn = Scenario("t", duration=10 * PS_PER_MS, output=OutputSpec(plots=True))
+    res = write_outputs(m, scn, tmp_path)
+    tr = res["traces"]["CCTI"]["f1"]
+    assert (tr["changes"], tr["min"], tr["max"], tr["last"]) == (3, 0, 5, 1)
+    assert tr["mean"] == (0 * 2 + 5 * 4 + 1 * 4) / 10
+    assert res["events"] == [{"time_ms": 4.0, "source": "dcms", "text": "s1:3 Marking_Rate 0"}]
+    lines = (tmp_path / "traces.csv").read_text().splitlines()
+    assert lines == ["kind,key,time_ms,value", "CCTI,f1,0,0", "CCTI,f1,2,5", "CCTI,f1,6,1"]
+    assert (tmp_path / "cc.png").stat().st_size > 1000

@@ -123,6 +123,11 @@ class HCA(Node):
             self._kick_at = earliest
             self.at(earliest, self._kick)
 
+    def kick(self, now: int) -> None:
+        """Try to send now: for a congestion-control response that opened the window
+        or raised the rate (call from within a node callback at time *now*)."""
+        self._try_send(now)
+
     def _kick(self, now: int) -> None:
         if self._kick_at == now:
             self._kick_at = INF

@@ -8,6 +8,18 @@ later; or an explicit rate in bytes/s), and the traffic generator.  Receiver sid
 ``ack_every``; always when AckReq is set), MSN, RDMA READ responses.  IBA 9.7; the
 window and AckReq rule of seed 000 §3 / §5.1.  CWND, the rate and the IPD are plain
 attributes for the congestion-control response of issues 5 and 6 to adjust.
+
+Congestion notification (seed 000 §3; IBA annex A10, REFERENCE.md "CNP"), always on
+because nothing is marked unless a congestion-control scheme marks it:
+- an RC ACK carries BECN equal to the FECN of the last packet it acknowledges, and a
+  FECN-marked data packet is always acknowledged at once (it ends ACK coalescing);
+- a FECN-marked UD packet, RDMA READ response or ACK is answered with one CNP (opcode
+  0x80, BECN set, no payload) to the QP that sent it.
+
+The source-side response hooks in through ``SenderBase.cc`` (see :mod:`ibemu.cc`):
+``on_sent(qp, now, frame)`` after every data packet, ``on_ack(qp, now, psn, n, becn)``
+for every ACK or READ response that acknowledges *n* new packets, ``on_cnp(qp, now)``
+for every CNP, and ``gap(qp, nbytes, t)`` which may lengthen the rate limiter's gap.
 """
 from __future__ import annotations
 
@@ -50,6 +62,8 @@ class SenderBase:
         self.rate = flow.rate               # bytes/s or None
         self.next_allowed = 0
         self.sent_packets = 0
+        self.cc = None                      # congestion-control response (ibemu.cc)
+        self.cnps_received = 0
 
     def gap_after(self, nbytes: int) -> int:
         """Rate limit: minimum time from this packet's start to the next one's."""
@@ -58,7 +72,30 @@ class SenderBase:
             t = max(t, -(-nbytes * PS_PER_S // int(self.rate)))
         if self.ipd:
             t = max(t, (self.ipd + 1) * self.hca.port.tx_time(nbytes))
+        if self.cc is not None:
+            t = self.cc.gap(self, nbytes, t)
         return t
+
+    def _sent(self, now: int, frame) -> None:
+        """Bookkeeping after a data packet: the rate limiter and the CC hook."""
+        self.sent_packets += 1
+        self.next_allowed = now + self.gap_after(len(frame))
+        if self.cc is not None:
+            self.cc.on_sent(self, now, frame)
+
+    def on_cnp(self, now: int, frame) -> None:
+        """A CNP for this QP (IBA A10): hand it to the congestion-control response."""
+        self.cnps_received += 1
+        self.hca.count("cnp_received")
+        if self.cc is not None:
+            self.cc.on_cnp(self, now)
+
+    def cnp_for(self, frame):
+        """The CNP answering FECN-marked *frame*, sent to the QP that sent it: LRH + BTH,
+        BECN set, PSN 0, SL copied (REFERENCE.md, as hfi1 builds it)."""
+        self.hca.count("cnp_sent")
+        return build(dlid=(frame[6] << 8) | frame[7], slid=self.hca.lid, opcode=OP.CNP, psn=0,
+                     destqp=self.remote_qpn, vl=self.vl, sl=frame[1] >> 4, becn=1)
 
     def _paced(self, now: int):
         """The rate limiter's verdict: (True, None) or (False, the time it allows)."""
@@ -147,42 +184,55 @@ class RCRequester(SenderBase):
             ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)) else 0
             self.hca.recorder.flow_tx(self.name, now, n)
         frame = self._build(opcode, psn, ackreq=ackreq, payload=payload, ext=ext)
-        self.sent_packets += 1
-        self.next_allowed = now + self.gap_after(len(frame))
+        self._sent(now, frame)
         return frame
 
     # -- receiver of ACKs and read responses
     def on_packet(self, now: int, frame):
+        """ACKs, NAKs, READ responses and CNPs for this QP; returns a CNP to send back
+        when the packet itself was FECN-marked, else None."""
         op = frame[8]
+        if op == OP.CNP:
+            self.on_cnp(now, frame)
+            return None
         psn = (frame[17] << 16) | (frame[18] << 8) | frame[19]
         if op == OP.RC_ACKNOWLEDGE:
             syndrome = frame[20]
             if (syndrome >> 5) & 3 == 3:
                 self.naks += 1
                 self.hca.count("naks_received")
-                return None
-            self._acked_through(psn)
-            self.on_ack(now, frame, psn)
+                return self._echo(frame)
+            n = self._acked_through(psn)
+            self.on_ack(now, frame, psn, n)
         elif OP.RC_RDMA_READ_RESPONSE_FIRST <= op <= OP.RC_RDMA_READ_RESPONSE_ONLY:
             if psn != self.una:
                 self.hca.count("read_response_out_of_order")
-                return None
-            self._acked_through(psn)
+                return self._echo(frame)
+            n = self._acked_through(psn)
             last = op in (OP.RC_RDMA_READ_RESPONSE_LAST, OP.RC_RDMA_READ_RESPONSE_ONLY)
             if last:
                 self.reads_out -= 1
             self.hca.recorder.flow_rx(self.name, now, payload_len(frame), last)
-            self.on_ack(now, frame, psn)
-        return None
+            self.on_ack(now, frame, psn, n)
+        return self._echo(frame)
 
-    def _acked_through(self, psn: int) -> None:
+    def _echo(self, frame):
+        """A FECN-marked ACK or READ response is answered with a CNP (IBA A10)."""
+        return self.cnp_for(frame) if frame[12] & 0x80 else None
+
+    def _acked_through(self, psn: int) -> int:
+        """Retire the packets up to *psn*; returns how many were newly acknowledged."""
         n = (psn - self.una + 1) % PSN_MOD
         if 0 < n <= self.outs:
             self.outs -= n
             self.una = (psn + 1) % PSN_MOD
+            return n
+        return 0
 
-    def on_ack(self, now: int, frame, psn: int) -> None:
-        """Hook for the congestion-control response (issues 5 and 6)."""
+    def on_ack(self, now: int, frame, psn: int, n: int) -> None:
+        """Pass an acknowledgement of *n* new packets and its BECN to the CC response."""
+        if self.cc is not None:
+            self.cc.on_ack(self, now, psn, n, (frame[12] >> 6) & 1)
 
 
 class RCResponder(SenderBase):
@@ -199,29 +249,36 @@ class RCResponder(SenderBase):
         self.duplicates = 0
         self.out_of_sequence = 0
 
-    def _ack(self, psn: int, syndrome: int = ACK_SYNDROME):
-        return self._build(OP.RC_ACKNOWLEDGE, psn, ext={"AETH": {"syndrome": syndrome, "msn": self.msn}})
+    def _ack(self, psn: int, syndrome: int = ACK_SYNDROME, becn: int = 0):
+        return self._build(OP.RC_ACKNOWLEDGE, psn, becn=becn,
+                           ext={"AETH": {"syndrome": syndrome, "msn": self.msn}})
 
     def on_packet(self, now: int, frame):
-        """Returns an ACK/NAK frame to send, or None."""
+        """Returns an ACK/NAK frame (or a CNP, for a CNP-worthy packet) to send, or None.
+        The ACK's BECN is the FECN of the packet it acknowledges; a marked packet is
+        acknowledged at once (seed 000 §3)."""
         op = frame[8]
+        if op == OP.CNP:                    # about our READ responses
+            self.on_cnp(now, frame)
+            return None
         psn = (frame[17] << 16) | (frame[18] << 8) | frame[19]
+        fecn = frame[12] >> 7
         if psn != self.epsn:
             behind = (self.epsn - psn) % PSN_MOD
             if 0 < behind < PSN_MOD // 2:         # duplicate: acknowledge again, drop
                 self.duplicates += 1
                 self.hca.count("duplicates")
-                return self._ack((self.epsn - 1) % PSN_MOD)
+                return self._ack((self.epsn - 1) % PSN_MOD, becn=fecn)
             self.out_of_sequence += 1
             self.hca.count("out_of_sequence")
-            return self._ack(self.epsn, NAK_PSN_SEQ)
+            return self._ack(self.epsn, NAK_PSN_SEQ, becn=fecn)
         if op == OP.RC_RDMA_READ_REQUEST:
             n = int.from_bytes(frame[32:36], "big")
             npk = max(1, -(-n // self.hca.mtu))
             self.reads.append([psn, n, True])
             self.epsn = (psn + npk) % PSN_MOD
             self.msn += 1
-            return None
+            return self.cnp_for(frame) if fecn else None
         self.epsn = (psn + 1) % PSN_MOD
         last = op in (OP.RC_SEND_LAST, OP.RC_SEND_ONLY, OP.RC_RDMA_WRITE_LAST, OP.RC_RDMA_WRITE_ONLY,
                       0x03, 0x05, 0x09, 0x0B)
@@ -229,9 +286,9 @@ class RCResponder(SenderBase):
             self.msn += 1
         self.hca.recorder.flow_rx(self.name, now, payload_len(frame), last)
         self.since_ack += 1
-        if self.since_ack >= self.ack_every or frame[16] & 0x80:
+        if self.since_ack >= self.ack_every or frame[16] & 0x80 or fecn:
             self.since_ack = 0
-            return self._ack(psn)
+            return self._ack(psn, becn=fecn)
         return None
 
     # -- read responses as a sender
@@ -261,7 +318,7 @@ class RCResponder(SenderBase):
             self.reads.pop(0)
         else:
             r[0], r[1], r[2] = (psn + 1) % PSN_MOD, left - n, False
-        self.next_allowed = now + self.gap_after(len(frame))
+        self._sent(now, frame)
         return frame
 
 
@@ -291,20 +348,33 @@ class UDSender(SenderBase):
         frame = self._build(OP.UD_SEND_ONLY, self.psn, payload=self.hca.payload(n), ext=self.ext)
         self.psn = (self.psn + 1) % PSN_MOD
         self.hca.recorder.flow_tx(self.name, now, n)
-        self.next_allowed = now + self.gap_after(len(frame))
+        self._sent(now, frame)
         return frame
+
+    def on_packet(self, now, frame):
+        """Only CNPs come back to a UD source."""
+        if frame[8] == OP.CNP:
+            self.on_cnp(now, frame)
+        return None
 
 
 class UDReceiver:
-    def __init__(self, hca, flow, qpn):
+    def __init__(self, hca, flow, qpn, remote_qpn=0, vl=0):
         self.hca = hca
         self.name = flow.name
         self.qpn = qpn
+        self.remote_qpn = remote_qpn
+        self.vl = vl
 
     def on_packet(self, now, frame):
+        """Count a datagram; answer a FECN-marked one with a CNP (IBA A10)."""
         if frame[8] in (OP.UD_SEND_ONLY, OP.UD_SEND_ONLY + 1):
             self.hca.recorder.flow_rx(self.name, now, payload_len(frame), True)
+            if frame[12] & 0x80:
+                return self.cnp_for(frame)
         return None
+
+    cnp_for = SenderBase.cnp_for
 
 
 __all__ = ["RCRequester", "RCResponder", "UDSender", "UDReceiver", "INF", "wire_size", "payload_len"]

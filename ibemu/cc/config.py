@@ -1,0 +1,36 @@
+"""The scenario's ``[cc]`` table.
+
+``scheme`` selects the congestion control: ``"none"`` (default), ``"hp"`` (seeds 000/003:
+marking, ECN, hybrid rate/window response) or ``"cca"`` (IBA annex A10 with Threshold,
+Marking_Rate and CCT/CCTI, seeds 002/004).  Each scheme's settings live in its own
+sub-table and are parsed by that scheme's ``config`` module, which gets the scenario
+checker *ctx* (``ctx.err(path, reason)`` makes the one-line error) and the key path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMES = ("none", "hp", "cca")
+
+
+@dataclass
+class CCSpec:
+    scheme: str = "none"
+    hp: Any = None                          # ibemu.cc.hp.config.HPSpec
+    cca: Any = None                         # ibemu.cc.cca.config.CCASpec
+
+
+def parse_cc(ctx, raw, path: str = "cc", nodes: dict | None = None) -> CCSpec:
+    """Validate the ``[cc]`` table.  *nodes* maps node names to "switch" or "hca"."""
+    from ..scenario import _str, _table
+    raw = _table(ctx, path, raw if raw is not None else {}, ("scheme",) + SCHEMES[1:])
+    scheme = _str(ctx, path + ".scheme", raw.get("scheme", "none"), SCHEMES)
+    spec = CCSpec(scheme)
+    if "hp" in raw or scheme == "hp":
+        from .hp.config import parse_hp
+        spec.hp = parse_hp(ctx, raw.get("hp", {}), path + ".hp", nodes or {})
+    if "cca" in raw or scheme == "cca":
+        from .cca.config import parse_cca
+        spec.cca = parse_cca(ctx, raw.get("cca", {}), path + ".cca", nodes or {})
+    return spec
