@@ -57,7 +57,7 @@ def _cmd_run(args) -> int:
 
 def _cmd_reproduce(args) -> int:
     from .reproduce import main as reproduce_main
-    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list)
+    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("figure", nargs="?", help="figure id (see --list) or 'all'")
     rp.add_argument("--list", action="store_true", help="list the reproductions")
     rp.add_argument("--out", help="output folder (default reproductions/)")
+    rp.add_argument("--full", action="store_true",
+                    help="the papers' whole sweeps (long) instead of the CI-sized ones")
     rp.set_defaults(func=_cmd_reproduce)
 
     d = sub.add_parser("decode", help="print a capture one frame per line")

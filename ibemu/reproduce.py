@@ -18,20 +18,42 @@ from .topologies import santos_fig1
 
 @dataclass
 class Check:
-    metric: str          # "link:<label>", "flow:<name>" or "group:<name>" (fraction of link rate)
+    metric: str          # "link:<label>", "flow:<name>" or "group:<name>" (fraction of link rate),
+                         # or any name a custom runner reports
     paper: str           # what the paper says
     lo: float            # accepted range for ours
     hi: float
+    unit: str = "%"      # "%": shown as a percentage; else the unit printed after the value
 
 
 @dataclass
 class Reproduction:
+    """One figure.  Either *build* (a scenario run once, measured over *window_ms*) or
+    *runner*: ``runner(out_dir, full) -> dict`` of metric values for figures made of
+    several runs (sweeps, comparisons) or of a formula; *full* asks for the paper's whole
+    sweep instead of the CI-sized one."""
     id: str
     title: str
     source: str
-    build: object        # () -> Scenario
+    build: object        # () -> Scenario, or None with a runner
     window_ms: tuple[float, float]
     checks: list[Check] = field(default_factory=list)
+    runner: object = None
+
+
+def _registered() -> list:
+    """Reproductions of the congestion-control schemes, each kept with its scheme."""
+    import importlib
+    extra = []
+    for mod in ("ibemu.cc.hp.reproduce", "ibemu.cc.cca.reproduce", "ibemu.cc.dcms.reproduce"):
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+            continue
+        extra += m.REPRODUCTIONS
+    return extra
 
 
 REPRODUCTIONS = [
@@ -67,7 +89,7 @@ REPRODUCTIONS = [
          Check("flow:victim", "ideal: 1/2", 0.47, 0.52),
          Check("link:inter", "fully used", 0.95, 1.01),
          Check("link:root", "fully used", 0.95, 1.01)]),
-]
+] + _registered()
 BY_ID = {r.id: r for r in REPRODUCTIONS}
 
 
@@ -80,31 +102,49 @@ def measure(summary: dict, metric: str) -> float:
     return table[name]["window"]["normalized"]
 
 
-def run_reproduction(rep: Reproduction, out_dir=None, progress=None):
-    """Run one figure; return (rows, passed) with rows (metric, paper, ours, lo, hi, ok)."""
-    scn = rep.build()
-    window = (int(rep.window_ms[0] * PS_PER_MS), int(rep.window_ms[1] * PS_PER_MS))
-    result = run_virtual(scn, out_dir=out_dir, progress=progress, window=window)
+@dataclass
+class RunnerResult:
+    wall_seconds: float
+
+
+def run_reproduction(rep: Reproduction, out_dir=None, progress=None, full: bool = False):
+    """Run one figure; return (rows, passed, result) with rows
+    (check, ours, ok); *result* has ``wall_seconds``."""
+    if rep.runner is not None:
+        import time
+        t0 = time.perf_counter()
+        values = rep.runner(out_dir, full)
+        result = RunnerResult(time.perf_counter() - t0)
+        get = values.__getitem__
+    else:
+        scn = rep.build()
+        window = (int(rep.window_ms[0] * PS_PER_MS), int(rep.window_ms[1] * PS_PER_MS))
+        result = run_virtual(scn, out_dir=out_dir, progress=progress, window=window)
+        get = lambda metric: measure(result.summary, metric)   # noqa: E731
     rows = []
     for c in rep.checks:
-        ours = measure(result.summary, c.metric)
-        rows.append((c.metric, c.paper, ours, c.lo, c.hi, c.lo <= ours <= c.hi))
+        ours = get(c.metric)
+        rows.append((c, ours, c.lo <= ours <= c.hi))
     return rows, all(r[-1] for r in rows), result
 
 
 def format_rows(rep: Reproduction, rows) -> str:
-    lines = ["%s — %s (%s), measured over %g–%g ms" % (rep.id, rep.title, rep.source, *rep.window_ms),
-             "  %-14s %-52s %8s  %-13s %s" % ("metric", "paper", "ours", "accepted", "")]
-    for metric, paper, ours, lo, hi, ok in rows:
-        lines.append("  %-14s %-52s %7.1f%%  [%4.0f, %4.0f]%%  %s"
-                     % (metric, paper, 100 * ours, 100 * lo, 100 * hi, "ok" if ok else "MISMATCH"))
+    where = (", measured over %g–%g ms" % tuple(rep.window_ms)) if rep.window_ms else ""
+    lines = ["%s — %s (%s)%s" % (rep.id, rep.title, rep.source, where),
+             "  %-22s %-50s %9s  %-15s %s" % ("metric", "paper", "ours", "accepted", "")]
+    for c, ours, ok in rows:
+        if c.unit == "%":
+            val, rng = "%8.1f%%" % (100 * ours), "[%4.0f, %4.0f]%%" % (100 * c.lo, 100 * c.hi)
+        else:
+            val, rng = "%9.4g" % ours, "[%.4g, %.4g] %s" % (c.lo, c.hi, c.unit)
+        lines.append("  %-22s %-50s %s  %-15s %s" % (c.metric, c.paper, val, rng, "ok" if ok else "MISMATCH"))
     return "\n".join(lines)
 
 
-def main(which: str | None, out_dir=None, list_only: bool = False) -> int:
+def main(which: str | None, out_dir=None, list_only: bool = False, full: bool = False) -> int:
     if list_only or not which:
         for r in REPRODUCTIONS:
-            print("%-6s %-55s %s" % (r.id, r.title, r.source))
+            print("%-12s %-55s %s" % (r.id, r.title, r.source))
         print("run one with `ibemu reproduce ID`, all with `ibemu reproduce all`")
         return 0
     ids = [r.id for r in REPRODUCTIONS] if which == "all" else [which]
@@ -116,7 +156,7 @@ def main(which: str | None, out_dir=None, list_only: bool = False) -> int:
     for i in ids:
         rep = BY_ID[i]
         out = Path(out_dir or "reproductions") / rep.id
-        rows, ok, result = run_reproduction(rep, out_dir=out)
+        rows, ok, result = run_reproduction(rep, out_dir=out, full=full)
         print(format_rows(rep, rows))
         print("  plots and series in %s/ (%.1f s wall)\n" % (out, result.wall_seconds))
         failed += not ok

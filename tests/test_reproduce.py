@@ -25,7 +25,7 @@ def test_reproduction_matches_paper(rep, results):
 
 
 def _value(rows, metric):
-    return next(r[2] for r in rows if r[0] == metric)
+    return next(ours for check, ours, _ in rows if check.metric == metric)
 
 
 def test_fig2a_victim_gets_a_sixth_of_its_link(results):
