@@ -7,8 +7,15 @@
 from .ib import (AETH, BTH, DETH, EXT_LAYERS, GRH, IETH, LRH, RDETH, RETH, AtomicAckETH,
                  AtomicETH, ImmDt, aeth_syndrome_text)
 from .link import IBLink
+from .mad import (MAD, CACongestionEntry, CACongestionSetting, CCMgt, CCTEntry,
+                  CongestionControlTable, PerfMgt, PortCounters, PortCountersExtended,
+                  SwitchCongestionSetting, SwitchPortCongestionElement,
+                  SwitchPortCongestionSetting)
 from .shim import IBEmu, bind_udp_ports
 
 __all__ = ["LRH", "GRH", "BTH", "RDETH", "DETH", "RETH", "AtomicETH", "AETH",
            "AtomicAckETH", "ImmDt", "IETH", "EXT_LAYERS", "IBLink", "IBEmu",
-           "bind_udp_ports", "aeth_syndrome_text"]
+           "bind_udp_ports", "aeth_syndrome_text", "MAD", "PerfMgt", "CCMgt", "PortCounters",
+           "PortCountersExtended", "SwitchCongestionSetting", "SwitchPortCongestionElement",
+           "SwitchPortCongestionSetting", "CACongestionEntry", "CACongestionSetting", "CCTEntry",
+           "CongestionControlTable"]
