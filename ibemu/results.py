@@ -113,6 +113,8 @@ class Metrics(Recorder):
         self._counters: dict[str, dict[str, int]] = {}
         self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
         self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
+        self.port_times: list[int] = []                                    # sample times (ps)
+        self.port_samples: dict[str, dict[str, list[int]]] = {}            # "node:port" -> counter -> values
         for label in self.link_capacity:
             self._new_link(label)
         for name in self.flows:
@@ -171,6 +173,22 @@ class Metrics(Recorder):
     def event(self, t: int, source: str, text: str) -> None:
         self.events.append((t, source, text))
 
+    def sample_ports(self, t: int, totals: dict) -> None:
+        """Port counter totals (``{"node:port": {counter: value}}``, IBA units) at *t*."""
+        self.port_times.append(t)
+        k = len(self.port_times) - 1
+        for label, values in totals.items():
+            series = self.port_samples.get(label)
+            if series is None:
+                series = self.port_samples[label] = {name: [0] * k for name in values}
+            for name, v in values.items():
+                series.setdefault(name, [0] * k).append(v)
+
+    def port_totals(self) -> dict:
+        """The last sample of every port counter."""
+        return {label: {name: vals[-1] for name, vals in series.items()}
+                for label, series in sorted(self.port_samples.items())}
+
     def trace_summary(self) -> dict:
         """Per kind and key: changes, min, max, last value and the time-weighted mean."""
         out: dict = {}
@@ -192,6 +210,39 @@ class Metrics(Recorder):
 
     def add_flow_capacity(self, capacity: dict) -> None:
         self.flow_capacity.update(capacity)
+
+    # -- export / merge: the wall-clock runtime's workers each record their own nodes
+    def export_bins(self) -> dict:
+        """The recorded bins (series with any count) and counters, JSON-ready."""
+        def nz(table):
+            return {k: [list(x) for x in v] for k, v in table.items() if any(any(x) for x in v)}
+        return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
+                "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
+                "counters": {n: dict(c) for n, c in self._counters.items()}}
+
+    def merge_bins(self, data: dict) -> None:
+        """Add bins exported by :meth:`export_bins` of a Metrics with the same bin."""
+        if data["bin_ps"] != self.bin:
+            raise ValueError("cannot merge bins of %r ps into bins of %r ps" % (data["bin_ps"], self.bin))
+        n = int(data["nbins"])
+        if n > self._n:                         # the other recorded past the run's end
+            self._n = n
+            for tbl in (self._links, self._ftx, self._frx):
+                for series in tbl.values():
+                    for lst in series:
+                        lst.extend([0] * (n - len(lst)))
+        for table, key, new in ((self._links, "links", self._new_link), (self._ftx, "flow_tx", self._new_flow),
+                                (self._frx, "flow_rx", self._new_flow)):
+            for name, series in data[key].items():
+                if name not in table:
+                    new(name)
+                for mine, theirs in zip(table[name], series):
+                    for i, v in enumerate(theirs):
+                        if v:
+                            mine[i] += v
+        for node, values in data["counters"].items():
+            for name, v in values.items():
+                self.counter(node, name, v)
 
     # -- slow path
     def _new_link(self, label):
@@ -447,6 +498,24 @@ def _write_csv(path: Path, times_ms, columns: list[tuple[str, np.ndarray]]):
             w.writerow(["%.9g" % t] + [_fmt(col[i]) for _, col in columns])
 
 
+PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
+               "PortXmitTimeCong", "PortRcvFECN", "PortRcvBECN")
+
+
+def _write_port_series(metrics: Metrics, path: Path) -> None:
+    """counters.csv: the running totals of the busy ports' counters at each sample."""
+    cols = []
+    for label, series in sorted(metrics.port_samples.items()):
+        if not any(series.get("PortXmitPkts", [0])) and not any(series.get("PortRcvPkts", [0])):
+            continue
+        cols += [("%s:%s" % (label, name), series[name]) for name in PORT_SERIES if name in series]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["time_ms"] + [c for c, _ in cols])
+        for i, t in enumerate(metrics.port_times):
+            w.writerow(["%.9g" % (t / PS_PER_MS)] + [v[i] for _, v in cols])
+
+
 def write_outputs(metrics: Metrics, scenario, out_dir, extra: dict | None = None, *,
                   window: tuple[int, int] | None = None) -> dict:
     """Write the run's output folder; returns what went into results.json.
@@ -468,10 +537,14 @@ def write_outputs(metrics: Metrics, scenario, out_dir, extra: dict | None = None
         results["extra"] = extra
     if metrics.traces:
         results["traces"] = metrics.trace_summary()
+    if metrics.port_samples:
+        results["ports"] = metrics.port_totals()
     if metrics.events:
         results["events"] = [{"time_ms": t / PS_PER_MS, "source": src, "text": text}
                              for t, src, text in metrics.events]
     _dump_json(results, out / "results.json")
+    if metrics.port_samples:
+        _write_port_series(metrics, out / "counters.csv")
     if metrics.traces:
         with (out / "traces.csv").open("w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh, lineterminator="\n")

@@ -12,6 +12,13 @@ from .engine import VirtualEngine
 from .results import Metrics, Progress, format_summary_table, write_outputs
 
 WIRE_OVERHEAD = 8 + 12 + 4 + 2     # LRH, BTH, ICRC, VCRC of a SEND packet
+PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
+
+
+def port_table(fabric) -> list:
+    """("node:port", Port) for every port of the fabric, in a stable order."""
+    return [("%s:%d" % (name, p.index), p) for name, node in fabric.nodes.items()
+            for p in sorted(node.ports.values(), key=lambda p: p.index)]
 
 
 @dataclass
@@ -45,11 +52,18 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
     if progress is None:
         progress = scn.duration > 10 * PS_PER_MS
     bar = Progress(scn.duration, enabled=progress)
+    ports = port_table(fabric)
+    step = max(scn.output.bin, scn.duration // PORT_SAMPLES)
     t0 = time.perf_counter()
     try:
         engine.start(0)
-        engine.run(scn.duration, progress=bar.update if bar.enabled else None,
-                   progress_step=max(scn.duration // 200, 1))
+        metrics.sample_ports(0, {label: p.pc.totals(0) for label, p in ports})
+        t = 0
+        while t < scn.duration:
+            t = min(t + step, scn.duration)
+            engine.run(t, progress=bar.update if bar.enabled else None,
+                       progress_step=max(scn.duration // 200, 1))
+            metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
     finally:
         bar.close()
         if capture is not None:

@@ -56,11 +56,12 @@ class HCA(Node):
             return
         n = len(frame)
         vl = frame[0] >> 4
+        port.pc.received(frame)
         if n < 26 or (vl >= len(port.rx) and vl != VL15):
-            self.count("PortRcvErrors")
+            self.port_error(port, "PortRcvErrors")
             return
         if vl != VL15 and not port.rx[vl].received(blocks_of(n)):
-            self.count("ExcessiveBufferOverrunErrors")
+            self.port_error(port, "ExcessiveBufferOverrunErrors")
             return
         self.at(now + port.tx_time(n), self._rx_done, frame, vl)
 
@@ -93,6 +94,7 @@ class HCA(Node):
         n = len(senders)
         earliest = INF
         single = self.arb.single is not None
+        starved = False                     # a QP is ready but its VL has no credits
         first = {}                          # VL -> index of its first sendable QP
         for k in range(n):
             i = (self.rr + k) % n
@@ -105,6 +107,7 @@ class HCA(Node):
                     earliest = t
                 continue
             if not port.tx[qp.vl].can_send(blocks_of(qp.next_size())):
+                starved = True
                 continue
             first[qp.vl] = i
             if single:
@@ -119,6 +122,7 @@ class HCA(Node):
             self.rr = (i + 1) % n
             self._transmit(frame, vl, now, True)
             return
+        port.pc.waiting(now, starved)
         if earliest < INF and earliest != self._kick_at:
             self._kick_at = earliest
             self.at(earliest, self._kick)
@@ -138,6 +142,11 @@ class HCA(Node):
         n = len(frame)
         end = now + port.tx_time(n)
         port.busy_until = end
+        pc = port.pc
+        pc.xmit_bytes += n
+        pc.xmit_pkts += 1
+        if pc._wait_since is not None:
+            pc.waiting(now, False)
         if vl != VL15:
             port.tx[vl].sent(blocks_of(n))
         self.outbox.append((port.index, frame, False, now))

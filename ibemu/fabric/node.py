@@ -14,16 +14,21 @@ from heapq import heappop, heappush
 from ..config import PS_PER_S
 from ..wire.crc import lpcrc
 from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link
+from .counters import PortCounters
 from .credits import CreditRx, CreditTx
 from .recorder import Recorder
 
 VL15 = 15
+_PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "rcv_switch_relay_errors",
+                    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun",
+                    "PortRcvConstraintErrors": "rcv_constraint_errors", "PortXmitDiscards": "xmit_discards",
+                    "VL15Dropped": "vl15_dropped"}
 
 
 class Port:
     """One end of a link: transmit serializer, per-VL credits in both directions."""
     __slots__ = ("index", "rate", "propagation", "busy_until", "tx", "rx", "label",
-                 "connected", "last_fcp", "fc_period")
+                 "connected", "last_fcp", "fc_period", "pc")
 
     def __init__(self, index: int, rate: int, propagation: int, data_vls: int,
                  capacity_blocks, label: str, fc_period: int):
@@ -38,6 +43,7 @@ class Port:
         self.connected = True
         self.last_fcp = [-(1 << 62)] * data_vls
         self.fc_period = fc_period
+        self.pc = PortCounters(rate)        # IBA port counters (counters.py)
 
     def tx_time(self, nbytes: int) -> int:
         """Serialisation time in ps (rounded up)."""
@@ -75,6 +81,14 @@ class Node:
     def count(self, name: str, value: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + value
 
+    def port_error(self, port: Port, name: str) -> None:
+        """Count an error both per node (results) and in the port's IBA counter."""
+        self.counters[name] = self.counters.get(name, 0) + 1
+        attr = _PORT_ERROR_ATTR.get(name)
+        if attr is not None:
+            pc = port.pc
+            setattr(pc, attr, getattr(pc, attr) + 1)
+
     # ---------------------------------------------------------------- link layer
     def start(self, now: int) -> None:
         """Send the flow-control init packets and arm the periodic ones."""
@@ -107,13 +121,13 @@ class Node:
     def receive_link(self, port: Port, frame, now: int) -> int | None:
         """Apply a flow-control packet; return its VL (None when it was dropped)."""
         if len(frame) != LINK_LEN or lpcrc(frame[:4]) != frame[4] | (frame[5] << 8):
-            self.count("PortRcvErrors")
+            self.port_error(port, "PortRcvErrors")
             return None
         fctbs = ((frame[0] & 0xF) << 8) | frame[1]
         vl = frame[2] >> 4
         fccl = ((frame[2] & 0xF) << 8) | frame[3]
         if vl >= len(port.tx):
-            self.count("PortRcvErrors")
+            self.port_error(port, "PortRcvErrors")
             return None
         port.rx[vl].sync(fctbs)
         port.tx[vl].update(fccl)

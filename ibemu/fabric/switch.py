@@ -86,23 +86,24 @@ class Switch(Node):
                 self._try_output(pidx, now)
             return
         n = len(frame)
+        port.pc.received(frame)
         if n < 26:
-            self.count("PortRcvErrors")
+            self.port_error(port, "PortRcvErrors")
             return
         out = self.lft.get((frame[2] << 8) | frame[3])
         vl_in = frame[0] >> 4
         if out is None or out not in self.ports or out == pidx:
-            self.count("PortRcvSwitchRelayErrors")
+            self.port_error(port, "PortRcvSwitchRelayErrors")
             return
         blocks = blocks_of(n)
         if vl_in == VL15:                           # management: not flow controlled
             vl = VL15
         else:
             if vl_in >= len(port.rx):
-                self.count("PortRcvErrors")
+                self.port_error(port, "PortRcvErrors")
                 return
             if not port.rx[vl_in].received(blocks):
-                self.count("ExcessiveBufferOverrunErrors")
+                self.port_error(port, "ExcessiveBufferOverrunErrors")
                 return
             vl = self.sl2vl[frame[1] >> 4]
             if vl >= len(self.queues[out]):
@@ -160,17 +161,23 @@ class Switch(Node):
                 return
             i = self._pick(q, now)
             if i is None or not port.tx[vl].can_send(q[i].blocks):
+                port.pc.waiting(now, i is not None)     # PortXmitWait: blocked for credits
                 self._arm_eligibility(o, q, now)
                 return
         else:
             picks = {}
+            starved = False
             for vl, q in enumerate(queues):
                 if q:
                     i = self._pick(q, now)
-                    if i is not None and port.tx[vl].can_send(q[i].blocks):
-                        picks[vl] = i
+                    if i is not None:
+                        if port.tx[vl].can_send(q[i].blocks):
+                            picks[vl] = i
+                        else:
+                            starved = True
             vl = arb.choose(picks)
             if vl is None:
+                port.pc.waiting(now, starved)
                 for q in queues:
                     if q:
                         self._arm_eligibility(o, q, now)
@@ -218,6 +225,11 @@ class Switch(Node):
         port.busy_until = end
         self.in_busy[e.inp] = end
         self.queued[o] -= 1
+        pc = port.pc
+        pc.xmit_bytes += n
+        pc.xmit_pkts += 1
+        if pc._wait_since is not None:
+            pc.waiting(now, False)
         if e.vl != VL15:
             port.tx[e.vl].sent(e.blocks)
         if e.vl != e.vl_in:

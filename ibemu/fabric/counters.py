@@ -1,0 +1,157 @@
+"""Port counters in IBA units: PortCounters (IBA 16.1.3.5), PortCountersExtended
+(16.1.4.11) and PortXmitConCtrl's PortXmitTimeCong (annex A10; seed 002's
+"PortXmitCongTime").  Layouts and names: ../shared/REFERENCE.md.
+
+A port keeps running totals that never wrap (Python ints).  The two PerfMgt views are
+computed from them against a per-view baseline that a reset moves:
+
+- PortCounters: each field has its spec width (16, 8, 4 or 32 bits) and *saturates*
+  at its maximum ("stops counting", IBA 16.1.3.5) until reset;
+- PortCountersExtended: 64-bit fields that wrap modulo 2^64 and are not saturated.
+
+Units: PortXmitData / PortRcvData count octets divided by 4 (4-byte words); packets
+exclude link packets.  PortXmitWait counts *ticks* in which the port had a packet to
+send but no credits for it; ibemu's tick is the time to send one 64-byte credit block at
+the port's rate (64 ns at 4X SDR), documented in docs and the scenario schema.  Waiting
+and congested time are tracked as intervals in emulated ps, so a tick count is exact
+however rarely the node is called.  PortXmitTimeCong is in the same ticks.
+"""
+from __future__ import annotations
+
+from ..config import PS_PER_S
+
+TICK_BYTES = 64                      # PortXmitWait tick: one credit block at the port rate
+
+# (IBA name, total attribute, width in PortCounters or None)
+COUNTERS = (
+    ("PortRcvErrors", "rcv_errors", 16),
+    ("PortRcvRemotePhysicalErrors", None, 16),
+    ("PortRcvSwitchRelayErrors", "rcv_switch_relay_errors", 16),
+    ("PortXmitDiscards", "xmit_discards", 16),
+    ("PortXmitConstraintErrors", None, 8),
+    ("PortRcvConstraintErrors", "rcv_constraint_errors", 8),
+    ("ExcessiveBufferOverrunErrors", "excessive_buffer_overrun", 4),
+    ("VL15Dropped", "vl15_dropped", 16),
+    ("PortXmitData", "xmit_words", 32),
+    ("PortRcvData", "rcv_words", 32),
+    ("PortXmitPkts", "xmit_pkts", 32),
+    ("PortRcvPkts", "rcv_pkts", 32),
+    ("PortXmitWait", "xmit_wait", 32),
+)
+EXTENDED = (
+    ("PortXmitData", "xmit_words"), ("PortRcvData", "rcv_words"),
+    ("PortXmitPkts", "xmit_pkts"), ("PortRcvPkts", "rcv_pkts"),
+    ("PortUnicastXmitPkts", "xmit_pkts"), ("PortUnicastRcvPkts", "rcv_pkts"),
+    ("PortMulticastXmitPkts", None), ("PortMulticastRcvPkts", None),
+)
+# the other counters results.json reports (not in PortCounters)
+OTHER = (("PortXmitTimeCong", "xmit_time_cong"), ("PortRcvFECN", "rcv_fecn"), ("PortRcvBECN", "rcv_becn"))
+_MASK64 = (1 << 64) - 1
+
+
+class PortCounters:
+    """Running totals of one port (see the module docstring for units)."""
+    __slots__ = ("tick_ps", "xmit_bytes", "rcv_bytes", "xmit_pkts", "rcv_pkts", "rcv_errors",
+                 "rcv_switch_relay_errors", "xmit_discards", "rcv_constraint_errors",
+                 "excessive_buffer_overrun", "vl15_dropped", "rcv_fecn", "rcv_becn",
+                 "_wait_ps", "_wait_since", "_cong_ps", "_cong_since", "_base", "_base_ext")
+
+    def __init__(self, rate: int):
+        self.tick_ps = max(1, TICK_BYTES * PS_PER_S // rate)
+        for name in self.__slots__[1:13]:
+            setattr(self, name, 0)
+        self._wait_ps = self._cong_ps = 0
+        self._wait_since = self._cong_since = None
+        self._base: dict = {}
+        self._base_ext: dict = {}
+
+    # -- updates (hot path: plain attribute arithmetic in the callers)
+    def transmitted(self, nbytes: int) -> None:
+        self.xmit_bytes += nbytes
+        self.xmit_pkts += 1
+
+    def received(self, frame) -> None:
+        self.rcv_bytes += len(frame)
+        self.rcv_pkts += 1
+        if len(frame) > 12:
+            b = frame[12]
+            if b & 0x80:
+                self.rcv_fecn += 1
+            if b & 0x40:
+                self.rcv_becn += 1
+
+    def waiting(self, now: int, flag: bool) -> None:
+        """The port has (True) or no longer has (False) a packet blocked for credits."""
+        if flag:
+            if self._wait_since is None:
+                self._wait_since = now
+        elif self._wait_since is not None:
+            self._wait_ps += now - self._wait_since
+            self._wait_since = None
+
+    def congested(self, now: int, flag: bool) -> None:
+        """Enter or leave the congested state (a CCA switch port that marks)."""
+        if flag:
+            if self._cong_since is None:
+                self._cong_since = now
+        elif self._cong_since is not None:
+            self._cong_ps += now - self._cong_since
+            self._cong_since = None
+
+    # -- derived totals
+    @property
+    def xmit_words(self) -> int:
+        return self.xmit_bytes // 4
+
+    @property
+    def rcv_words(self) -> int:
+        return self.rcv_bytes // 4
+
+    def wait_ps(self, now: int) -> int:
+        return self._wait_ps + (now - self._wait_since if self._wait_since is not None else 0)
+
+    def cong_ps(self, now: int) -> int:
+        return self._cong_ps + (now - self._cong_since if self._cong_since is not None else 0)
+
+    def totals(self, now: int) -> dict:
+        """Every counter as a running total in IBA units at time *now*."""
+        out = {}
+        for name, attr, _ in COUNTERS:
+            out[name] = self._total(attr, now)
+        for name, attr in OTHER:
+            out[name] = self._total(attr, now)
+        return out
+
+    def _total(self, attr, now: int) -> int:
+        if attr is None:
+            return 0
+        if attr == "xmit_wait":
+            return self.wait_ps(now) // self.tick_ps
+        if attr == "xmit_time_cong":
+            return self.cong_ps(now) // self.tick_ps
+        return getattr(self, attr)
+
+    # -- the PerfMgt views
+    def port_counters(self, now: int) -> dict:
+        """PortCounters: spec widths, saturating, since the last reset."""
+        out = {}
+        for name, attr, width in COUNTERS:
+            v = self._total(attr, now) - self._base.get(name, 0)
+            out[name] = min(v, (1 << width) - 1)
+        return out
+
+    def extended(self, now: int) -> dict:
+        """PortCountersExtended: 64 bits, wrapping, since the last reset."""
+        return {name: (self._total(attr, now) - self._base_ext.get(name, 0)) & _MASK64
+                for name, attr in EXTENDED}
+
+    def reset(self, now: int, extended: bool = False, names=None) -> None:
+        """Set the selected counters of one view to zero (a PerfMgt Set)."""
+        if extended:
+            for name, attr in EXTENDED:
+                if names is None or name in names:
+                    self._base_ext[name] = self._total(attr, now)
+        else:
+            for name, attr, _ in COUNTERS:
+                if names is None or name in names:
+                    self._base[name] = self._total(attr, now)
