@@ -52,13 +52,22 @@ def _assign_ports(scn: Scenario):
     return out
 
 
-def _lfts(scn: Scenario, adj) -> dict[str, dict[int, int]]:
-    """Linear forwarding tables by breadth-first search from every HCA."""
+def switch_lids(scn: Scenario) -> dict[str, int]:
+    """LIDs of the switches' management port 0 (IBA 14.2.5): the lowest LIDs no HCA has,
+    in the order the switches are listed; MADs to a switch are addressed to it."""
+    taken = {h.lid for h in scn.hcas}
+    free = (n for n in range(1, 0xC000) if n not in taken)
+    return {s.name: next(free) for s in scn.switches}
+
+
+def _lfts(scn: Scenario, adj, sw_lids: dict[str, int]) -> dict[str, dict[int, int]]:
+    """Linear forwarding tables by breadth-first search from every HCA and switch."""
     switches = {s.name for s in scn.switches}
     lft = {s: {} for s in switches}
-    for h in scn.hcas:
-        dist = {h.name: 0}
-        todo = deque([h.name])
+    targets = [(h.name, h.lid) for h in scn.hcas] + sorted(sw_lids.items(), key=lambda kv: kv[1])
+    for name, lid in targets:
+        dist = {name: 0}
+        todo = deque([name])
         while todo:
             u = todo.popleft()
             for _, v, _ in adj.get(u, ()):
@@ -67,12 +76,12 @@ def _lfts(scn: Scenario, adj) -> dict[str, dict[int, int]]:
                     if v in switches:
                         todo.append(v)
         for s in switches:
-            if s not in dist:
+            if s not in dist or s == name:
                 continue
             best = min(((dist[v], p) for p, v, _ in adj[s] if v in dist and dist[v] < dist[s]),
                        default=None)
             if best is not None:
-                lft[s][h.lid] = best[1]
+                lft[s][lid] = best[1]
     for s in scn.switches:
         if s.lft:
             lft[s.name].update(s.lft)
@@ -86,8 +95,10 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     nodes: dict[str, Node] = {}
     sw_specs = {s.name: s for s in scn.switches}
     hca_specs = {h.name: h for h in scn.hcas}
+    sw_lids = switch_lids(scn)
     for s in scn.switches:
         nodes[s.name] = Switch(s.name, s.params, {}, recorder)
+        nodes[s.name].lid = sw_lids[s.name]
     for h in scn.hcas:
         nodes[h.name] = HCA(h.name, h.lid, h.params, recorder)
 
@@ -135,7 +146,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         link_ends[label_ab] = (link.a, pa, link.b, pb)
         link_ends[label_ba] = (link.b, pb, link.a, pa)
 
-    for name, table in _lfts(scn, adj).items():
+    for name, table in _lfts(scn, adj, sw_lids).items():
         nodes[name].lft = table
 
     fabric = Fabric(nodes, wiring, link_capacity, {}, link_ends)

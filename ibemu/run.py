@@ -15,6 +15,11 @@ WIRE_OVERHEAD = 8 + 12 + 4 + 2     # LRH, BTH, ICRC, VCRC of a SEND packet
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
 
 
+def lids_of(fabric) -> dict[str, int]:
+    """Node name -> LID (HCAs, and switches' management port 0)."""
+    return {name: node.lid for name, node in fabric.nodes.items() if getattr(node, "lid", 0)}
+
+
 def port_table(fabric) -> list:
     """("node:port", Port) for every port of the fabric, in a stable order."""
     return [("%s:%d" % (name, p.index), p) for name, node in fabric.nodes.items()
@@ -80,7 +85,8 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
     if out_dir is not None:
         out = Path(out_dir)
         write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
-                                                "pcap": Path(pcap).name if pcap else None},
+                                                "pcap": Path(pcap).name if pcap else None,
+                                                "lids": lids_of(fabric)},
                       window=window)
         result.out_dir = out
     return result
