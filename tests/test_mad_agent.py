@@ -118,3 +118,12 @@ def test_garbage_is_dropped_and_counted():
     resp = M.build_mad_packet(9, 3, M.build_mad(M.CLASS_PERF, M.GET_RESP, M.PORT_COUNTERS))
     assert agent.handle(resp, 0) is None
     assert node.counters == {"MADs_malformed": 2, "MADs_unexpected_response": 1}
+
+
+def test_port_xmit_con_ctrl_reports_congested_time_in_ticks():
+    node = FakeNode()
+    pc = node.ports[1].pc
+    pc.congested(0, True)
+    pc.congested(640 * 1000, False)                 # 640 ns = 10 ticks of 64 ns
+    resp, _ = ask(MADAgent(node), M.GET, M.PORT_XMIT_CON_CTRL, {"PortSelect": 1}, layout=M.PORT_XMIT_CON_CTRL_FIELDS)
+    assert resp.attribute_name == "PortXmitConCtrl" and resp.fields()["PortXmitTimeCong"] == 10

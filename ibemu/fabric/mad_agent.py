@@ -4,7 +4,7 @@ in band (IBA 16.1 performance management; annex A10 congestion control), sans-I/
 :meth:`MADAgent.handle` takes a received management frame (UD SEND-only to QP 1, see
 :mod:`ibemu.wire.mad`) and returns the response frame to send back, or None.
 
-- PerfMgt Get(PortCounters / PortCountersExtended) answers from the selected port's
+- PerfMgt Get(PortCounters / PortCountersExtended / PortXmitConCtrl) answers from the selected port's
   :class:`~ibemu.fabric.counters.PortCounters` at emulated time *now*; Set clears the
   counters that CounterSelect (and CounterSelect2 for PortXmitWait) selects, on one port
   or on all (PortSelect 0xFF), and answers with the new values.
@@ -68,12 +68,12 @@ class MADAgent:
 
     # ---------------------------------------------------------------- PerfMgt
     def _perf(self, req, now):
-        if req.attr_id not in (M.PORT_COUNTERS, M.PORT_COUNTERS_EXT):
+        layout = M.FIELDS.get((M.CLASS_PERF, req.attr_id))
+        if layout is None:
             return b"", M.STATUS_BAD_ATTRIBUTE
         if req.method not in (M.GET, M.SET):
             return b"", M.STATUS_BAD_METHOD
         ext = req.attr_id == M.PORT_COUNTERS_EXT
-        layout = M.PORT_COUNTERS_EXT_FIELDS if ext else M.PORT_COUNTERS_FIELDS
         f = M.unpack_fields(layout, req.attr)
         sel = f["PortSelect"]
         ports = self.node.ports
@@ -85,6 +85,9 @@ class MADAgent:
             targets = list(ports.values())
         else:
             return req.attr, M.STATUS_BAD_FIELD
+        if req.attr_id == M.PORT_XMIT_CON_CTRL:      # read only here; 32 bits, saturating
+            cong = min(targets[0].pc.totals(now)["PortXmitTimeCong"], 0xFFFFFFFF)
+            return M.pack_fields(layout, {"PortSelect": sel, "PortXmitTimeCong": cong}), M.STATUS_OK
         if req.method == M.SET:
             names = _selected(f, ext)
             for p in targets:

@@ -47,6 +47,7 @@ _HDR = struct.Struct(">BBBBHHQHHI")
 
 PORT_COUNTERS = 0x12
 PORT_COUNTERS_EXT = 0x1D
+PORT_XMIT_CON_CTRL = 0x34
 SWITCH_CONG_SETTING = 0x14
 SWITCH_PORT_CONG_SETTING = 0x15
 CA_CONG_SETTING = 0x16
@@ -55,6 +56,7 @@ CC_TABLE = 0x17
 ATTRIBUTE_NAMES = {
     (CLASS_PERF, PORT_COUNTERS): "PortCounters",
     (CLASS_PERF, PORT_COUNTERS_EXT): "PortCountersExtended",
+    (CLASS_PERF, PORT_XMIT_CON_CTRL): "PortXmitConCtrl",
     (CLASS_CC, SWITCH_CONG_SETTING): "SwitchCongestionSetting",
     (CLASS_CC, SWITCH_PORT_CONG_SETTING): "SwitchPortCongestionSetting",
     (CLASS_CC, CA_CONG_SETTING): "CACongestionSetting",
@@ -78,6 +80,8 @@ PORT_COUNTERS_EXT_FIELDS = (
     ("PortRcvPkts", 256, 64), ("PortUnicastXmitPkts", 320, 64), ("PortUnicastRcvPkts", 384, 64),
     ("PortMulticastXmitPkts", 448, 64), ("PortMulticastRcvPkts", 512, 64),
 )
+# PortXmitConCtrl (annex A10): PortXmitTimeCong, the time the port was congested
+PORT_XMIT_CON_CTRL_FIELDS = (("PortSelect", 8, 8), ("CounterSelect", 16, 16), ("PortXmitTimeCong", 32, 32))
 SWITCH_CONG_SETTING_FIELDS = (
     ("Control_Map", 0, 32), ("Victim_Mask", 32, 256), ("Credit_Mask", 288, 256),
     ("Threshold", 544, 4), ("Packet_Size", 552, 8), ("CS_Threshold", 560, 4),
@@ -102,6 +106,7 @@ CC_TABLE_ENTRIES = 64
 FIELDS = {
     (CLASS_PERF, PORT_COUNTERS): PORT_COUNTERS_FIELDS,
     (CLASS_PERF, PORT_COUNTERS_EXT): PORT_COUNTERS_EXT_FIELDS,
+    (CLASS_PERF, PORT_XMIT_CON_CTRL): PORT_XMIT_CON_CTRL_FIELDS,
     (CLASS_CC, SWITCH_CONG_SETTING): SWITCH_CONG_SETTING_FIELDS,
     (CLASS_CC, CA_CONG_SETTING): CA_CONG_SETTING_FIELDS,
     (CLASS_CC, CC_TABLE): CC_TABLE_FIELDS,
