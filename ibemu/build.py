@@ -30,6 +30,7 @@ class Fabric:
     flow_capacity: dict[str, int]       # flow name -> bytes/s of its source link
     link_ends: dict[str, tuple] = field(default_factory=dict)   # label -> (node, port, peer, peer_port)
     qps: dict[str, tuple] = field(default_factory=dict)         # flow -> (sender QP, receiver QP)
+    injectors: dict = field(default_factory=dict)   # label -> LinkFaultInjector (faulty links only)
 
 
 def _assign_ports(scn: Scenario):
@@ -88,6 +89,17 @@ def _lfts(scn: Scenario, adj, sw_lids: dict[str, int]) -> dict[str, dict[int, in
     return lft
 
 
+def _partitions(scn: Scenario, nodes) -> None:
+    """P_Key tables of switch ports with inbound enforcement (HCAs build theirs)."""
+    from .fabric.pkey import PKeyTable
+    for s in scn.switches:
+        p = s.params
+        if getattr(p, "enforce_pkeys", False):
+            sw = nodes[s.name]
+            for idx in sw.ports:
+                sw.pkey_tables[idx] = PKeyTable(p.port_pkeys.get(idx, p.pkeys))
+
+
 def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     recorder = recorder or Recorder()
     mtu = max((h.params.mtu for h in scn.hcas), default=2048)
@@ -99,8 +111,9 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     for s in scn.switches:
         nodes[s.name] = Switch(s.name, s.params, {}, recorder)
         nodes[s.name].lid = sw_lids[s.name]
+    from .cc import hca_class
     for h in scn.hcas:
-        nodes[h.name] = HCA(h.name, h.lid, h.params, recorder)
+        nodes[h.name] = hca_class(scn, h.name)(h.name, h.lid, h.params, recorder)
 
     def vls_of(name):
         spec = sw_specs.get(name)
@@ -175,4 +188,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         fabric.qps[flow.name] = (snd, rcv)
     from .cc import install
     install(fabric, scn)
+    _partitions(scn, nodes)
+    from .fabric.faults import make_injectors
+    fabric.injectors = make_injectors(fabric, getattr(scn, "faults", None), scn.seed)
     return fabric

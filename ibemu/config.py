@@ -71,6 +71,11 @@ class SwitchParams:
     sl2vl: list[int] | None = None          # SL -> VL for every port pair; None: SL mod data_vls
     vlarb: VLArbTable = field(default_factory=VLArbTable)
     port_buffers: dict[int, int] = field(default_factory=dict)   # port -> buffer bytes override
+    port_sl2vl: dict = field(default_factory=dict)  # (in port or None, out port) -> 16 VLs (seed 004)
+    port_vlarb: dict = field(default_factory=dict)  # out port -> VLArbTable (IBA: one table per port)
+    enforce_pkeys: bool = False             # inbound partition enforcement (IBA 10.9.3)
+    pkeys: list[int] | None = None          # P_Key table of every port; None: [0xFFFF]
+    port_pkeys: dict[int, list[int]] = field(default_factory=dict)   # port -> its own P_Key table
 
 
 @dataclass
@@ -78,6 +83,12 @@ class HCAParams:
     mtu: int = 2048
     buffer_bytes: int | None = None         # receive buffer per VL; None: 4 max-size packets
     ack_every: int = 1                      # ACK coalescing: one ACK per N packets (1: every packet)
+    # RC reliability (IBA 9.7.6): local ACK timeout 4.096 us * 2^8 (IBA Timeout field 8),
+    # about 1 ms of emulated time -- far above any queueing delay of the seed papers'
+    # fabrics, so it never fires spuriously; retry count 7 (the 3-bit field's maximum)
+    ack_timeout: int = 4_096 * PS_PER_NS * 2 ** 8
+    retry_cnt: int = 7
+    pkeys: list[int] | None = None          # the port's P_Key table; None: [0xFFFF] (default partition)
     data_vls: int = 1
     vlarb: VLArbTable = field(default_factory=VLArbTable)
 
@@ -132,6 +143,7 @@ class FlowSpec:
     mean_on: int | None = None              # ps, pattern "onoff" (exponential)
     mean_off: int | None = None
     group: str | None = None                # label for aggregate series (e.g. "local")
+    pkey: int = 0xFFFF                      # the P_Key its packets carry (default partition, full member)
 
 
 @dataclass
@@ -156,3 +168,4 @@ class Scenario:
     source: str | None = None               # file it came from
     resolved: dict = field(default_factory=dict)   # the resolved configuration, for results
     cc: object = None                       # ibemu.cc.CCSpec; None: no congestion control
+    faults: object = None                   # ibemu.fabric.faults.FaultSpec; None: no link faults

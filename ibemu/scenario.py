@@ -194,8 +194,9 @@ def apply_overrides(raw: dict, overrides, label: str = "<overrides>", _ctx=None)
 # ---------------------------------------------------------------- parameter sections
 
 LINK_KEYS = ("rate", "propagation", "fc_period")
-SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "data_vls", "sl2vl", "vlarb")
-HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb")
+SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "data_vls", "sl2vl", "vlarb",
+               "enforce_pkeys", "pkeys")
+HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb", "ack_timeout", "retry_cnt", "pkeys")
 MTUS = (256, 512, 1024, 2048, 4096)
 DATA_VLS = (1, 2, 4, 8, 15)      # IBA VLCap: VL0, VL0-1, VL0-3, VL0-7, VL0-14
 
@@ -220,31 +221,51 @@ def _data_vls(ctx, items) -> int:
     return n
 
 
+def _vlarb_list(ctx, lpath, entries, data_vls) -> list[tuple[int, int]]:
+    """A High or Low list: TOML pairs [[vl, weight], ...] or the string format of
+    OMNeT++'s IB model, "VL:weight VL:weight ..." (e.g. "0:1 1:20 2:40")."""
+    if isinstance(entries, str):
+        pairs = []
+        for tok in entries.replace(",", " ").split():
+            a, sep, b = tok.partition(":")
+            if not sep or not a.strip().isdigit() or not b.strip().isdigit():
+                raise ctx.err(lpath, "cannot read %r (expected VL:weight pairs such as \"0:1 1:20 2:40\")" % tok)
+            pairs.append([int(a), int(b)])
+        entries = pairs
+    if not isinstance(entries, list) or len(entries) > 64:
+        raise ctx.err(lpath, "expected an array of at most 64 [vl, weight] pairs or a string "
+                             "\"VL:weight ...\", got %s" % _describe(entries))
+    out = []
+    for i, e in enumerate(entries):
+        epath = _join(lpath, i)
+        if not isinstance(e, list) or len(e) != 2:
+            raise ctx.err(epath, "expected a [vl, weight] pair, got %s" % _describe(e))
+        vl = _int(ctx, epath, e[0], 0, 14)
+        if vl >= data_vls:
+            raise ctx.err(epath, "VL %d is not a data VL (data_vls = %d)" % (vl, data_vls))
+        out.append((vl, _int(ctx, epath, e[1], 0, 255)))
+    return out
+
+
 def _vlarb(ctx, items, data_vls) -> VLArbTable:
-    """IBA VL arbitration (seed 004): High/Low lists of [VL, weight], weight in 64-byte
-    units; default: every data VL in the Low list with weight 255, no High list."""
+    """IBA VL arbitration (seed 004): High/Low lists of VL:weight, weight in 64-byte
+    units, as TOML pairs or OMNeT++ strings; default: every data VL in the Low list with
+    weight 255, no High list."""
     if "vlarb" not in items:
         return VLArbTable(low=[(vl, 255) for vl in range(data_vls)])
     v, path = items["vlarb"]
     _table(ctx, path, v, ("high", "low", "limit_of_high_priority"))
     lists = {}
     for k, default in (("high", []), ("low", [[vl, 255] for vl in range(data_vls)])):
-        lpath = _join(path, k)
-        entries = v.get(k, default)
-        if not isinstance(entries, list) or len(entries) > 64:
-            raise ctx.err(lpath, "expected an array of at most 64 [vl, weight] pairs, got %s" % _describe(entries))
-        out = []
-        for i, e in enumerate(entries):
-            epath = _join(lpath, i)
-            if not isinstance(e, list) or len(e) != 2:
-                raise ctx.err(epath, "expected a [vl, weight] pair, got %s" % _describe(e))
-            vl = _int(ctx, epath, e[0], 0, 14)
-            if vl >= data_vls:
-                raise ctx.err(epath, "VL %d is not a data VL (data_vls = %d)" % (vl, data_vls))
-            out.append((vl, _int(ctx, epath, e[1], 0, 255)))
-        lists[k] = out
+        lists[k] = _vlarb_list(ctx, _join(path, k), v.get(k, default), data_vls)
     limit = _int(ctx, _join(path, "limit_of_high_priority"), v.get("limit_of_high_priority", 255), 0, 255)
     return VLArbTable(high=lists["high"], low=lists["low"], limit_of_high_priority=limit)
+
+
+def _sl2vl_row(ctx, path, v, data_vls) -> list[int]:
+    if not isinstance(v, list) or len(v) != 16:
+        raise ctx.err(path, "expected an array of 16 VLs (one per SL), got %s" % _describe(v))
+    return [_int(ctx, _join(path, i), x, 0, data_vls - 1) for i, x in enumerate(v)]
 
 
 def _link_params(ctx, items) -> LinkParams:
@@ -279,13 +300,43 @@ def _switch_params(ctx, items, max_mtu: int) -> SwitchParams:
         v, path = items["mode"]
         p.cut_through = _str(ctx, path, v, ("cut-through", "store-and-forward")) == "cut-through"
     p.data_vls = _data_vls(ctx, items)
-    if "sl2vl" in items:
+    if "sl2vl" in items:                # one table for every port pair, or per port (seed 004)
         v, path = items["sl2vl"]
-        if not isinstance(v, list) or len(v) != 16:
-            raise ctx.err(path, "expected an array of 16 VLs (one per SL), got %s" % _describe(v))
-        p.sl2vl = [_int(ctx, _join(path, i), x, 0, p.data_vls - 1) for i, x in enumerate(v)]
+        if isinstance(v, dict):
+            for k, row in v.items():
+                kp = _join(path, k)
+                if k == "default":
+                    p.sl2vl = _sl2vl_row(ctx, kp, row, p.data_vls)
+                    continue
+                a, sep, b = k.partition(":")
+                if not (b if sep else a).isdigit() or (sep and not a.isdigit()):
+                    raise ctx.err(kp, "expected \"default\", an output port \"5\" or an input:output "
+                                      "pair \"1:5\"")
+                key = (int(a), int(b)) if sep else (None, int(a))
+                p.port_sl2vl[key] = _sl2vl_row(ctx, kp, row, p.data_vls)
+        else:
+            p.sl2vl = _sl2vl_row(ctx, path, v, p.data_vls)
     p.vlarb = _vlarb(ctx, items, p.data_vls)
+    if "enforce_pkeys" in items:                 # IBA 10.9.3 inbound partition enforcement
+        p.enforce_pkeys = _bool(ctx, items["enforce_pkeys"][1], items["enforce_pkeys"][0])
+    if "pkeys" in items:
+        p.pkeys = _pkeys(ctx, items["pkeys"][1], items["pkeys"][0])
     return p
+
+
+def _pkey(ctx, path, v) -> int:
+    """A P_Key (IBA 10.9): 16 bits, partition number not 0 (0x0000 and 0x8000 are invalid)."""
+    k = _int(ctx, path, v, 0, 0xFFFF)
+    if not k & 0x7FFF:
+        raise ctx.err(path, "0x%04x is the invalid P_Key (partition number 0)" % k)
+    return k
+
+
+def _pkeys(ctx, path, v) -> list[int]:
+    """A port's P_Key table: an array of P_Keys, e.g. [0xFFFF, 0x8001]."""
+    if not isinstance(v, list) or not v:
+        raise ctx.err(path, "expected a non-empty array of P_Keys such as [0xFFFF, 0x8001], got %s" % _describe(v))
+    return [_pkey(ctx, "%s[%d]" % (path, i), k) for i, k in enumerate(v)]
 
 
 def _hca_params(ctx, items) -> HCAParams:
@@ -302,6 +353,15 @@ def _hca_params(ctx, items) -> HCAParams:
             raise ctx.err(path, "%d bytes cannot hold one %d-byte (MTU) packet" % (p.buffer_bytes, p.mtu))
     if "ack_every" in items:
         p.ack_every = _int(ctx, items["ack_every"][1], items["ack_every"][0], 1)
+    if "ack_timeout" in items:                   # IBA local ACK timeout, emulated time
+        v, path = items["ack_timeout"]
+        p.ack_timeout = ctx.conv(path, parse_time, v)
+        if p.ack_timeout <= 0:
+            raise ctx.err(path, "must be positive")
+    if "retry_cnt" in items:                     # IBA Retry Count: a 3-bit field
+        p.retry_cnt = _int(ctx, items["retry_cnt"][1], items["retry_cnt"][0], 0, 7)
+    if "pkeys" in items:
+        p.pkeys = _pkeys(ctx, items["pkeys"][1], items["pkeys"][0])
     p.data_vls = _data_vls(ctx, items)
     p.vlarb = _vlarb(ctx, items, p.data_vls)
     return p
@@ -309,9 +369,9 @@ def _hca_params(ctx, items) -> HCAParams:
 
 # ---------------------------------------------------------------- the loader
 
-TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc")
+TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc", "faults")
 FLOW_KEYS = ("name", "src", "dst", "transport", "op", "pattern", "message_size", "count", "start",
-             "stop", "window", "ipd", "rate", "rate_fraction", "sl", "mean_on", "mean_off", "group")
+             "stop", "window", "ipd", "rate", "rate_fraction", "sl", "mean_on", "mean_off", "group", "pkey")
 OUTPUT_KEYS = ("bin", "window", "plots", "plot_links", "plot_groups")
 
 
@@ -465,7 +525,8 @@ def _build(ctx, raw: dict, default_name, source) -> Scenario:
     sraw = _tables(ctx, "switch", raw.get("switch", []))
     for i, s in enumerate(sraw):
         path = _join("switch", i)
-        _table(ctx, path, s, ("name", "ports", "lft", "port_buffers") + SWITCH_KEYS, ("name",))
+        _table(ctx, path, s, ("name", "ports", "lft", "port_buffers", "port_pkeys", "port_vlarb")
+               + SWITCH_KEYS, ("name",))
         nm = _name(ctx, path + ".name", s["name"])
         add_node(path + ".name", nm, "switch")
         ports = _int(ctx, path + ".ports", s["ports"], 1, 254) if "ports" in s else None
@@ -506,18 +567,37 @@ def _build(ctx, raw: dict, default_name, source) -> Scenario:
             if nbytes < max_mtu:
                 raise ctx.err(kp, "%d bytes cannot hold one %d-byte packet (largest HCA MTU)" % (nbytes, max_mtu))
             sw.params.port_buffers[int(k)] = nbytes
+        for k, v in _table(ctx, path + ".port_pkeys", s.get("port_pkeys", {}), _AnyKeys()).items():
+            kp = "%s.port_pkeys.%s" % (path, k)
+            if not k.isdigit() or int(k) not in conn:
+                raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, _known(conn, 99)))
+            sw.params.port_pkeys[int(k)] = _pkeys(ctx, kp, v)
+        for k, v in _table(ctx, path + ".port_vlarb", s.get("port_vlarb", {}), _AnyKeys()).items():
+            kp = "%s.port_vlarb.%s" % (path, k)      # a port's own VL arbitration table
+            if not k.isdigit() or int(k) not in conn:
+                raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, _known(conn, 99)))
+            sw.params.port_vlarb[int(k)] = _vlarb(ctx, {"vlarb": (v, kp)}, sw.params.data_vls)
+        for (pin, pout) in sw.params.port_sl2vl:     # per-port SL-to-VL tables name linked ports
+            for pnum in (pin, pout):
+                if pnum is not None and pnum not in conn:
+                    key = "%d:%d" % (pin, pout) if pin is not None else str(pout)
+                    src = path if "sl2vl" in s else "defaults.switch"
+                    raise ctx.err("%s.sl2vl.%s" % (src, key), "switch %r has no link on port %d (linked: %s)"
+                                  % (sw.name, pnum, _known(conn, 99)))
 
     flows = _flows(ctx, raw, nodes, links)
     out = _output(ctx, raw.get("output", {}), labels, flows)
     from .cc.config import parse_cc
     cc = parse_cc(ctx, raw.get("cc", {}), "cc", nodes)
+    from .fabric.faults import parse_faults
+    faults = parse_faults(ctx, raw.get("faults"), links)
 
     resolved = copy.deepcopy(raw)
     resolved["scenario"] = {"name": name, "duration": format_time(duration), "seed": seed}
     resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
                           "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
     return Scenario(name=name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
-                    seed=seed, output=out, source=source, resolved=resolved, cc=cc)
+                    seed=seed, output=out, source=source, resolved=resolved, cc=cc, faults=faults)
 
 
 def _links(ctx, raw, nodes, where, ports_of, dl) -> tuple[list[LinkSpec], dict]:
@@ -684,6 +764,8 @@ def _flows(ctx, raw, nodes, links) -> list[FlowSpec]:
                 raise ctx.err(p("rate_fraction"), "must be in (0, 1], got %r" % x)
             fl.rate = x * rate_of[fl.src]
         fl.sl = _int(ctx, p("sl"), f.get("sl", 0), 0, 15)
+        if "pkey" in f:
+            fl.pkey = _pkey(ctx, p("pkey"), f["pkey"])
         if "group" in f:
             fl.group = _str(ctx, p("group"), f["group"])
             if not fl.group:

@@ -23,7 +23,17 @@ from __future__ import annotations
 
 from .config import CCSpec, parse_cc
 
-__all__ = ["CCSpec", "parse_cc", "install"]
+__all__ = ["CCSpec", "parse_cc", "install", "hca_class"]
+
+
+def hca_class(scn, name: str):
+    """The class of HCA *name*: a manager node (DCMS) or a plain HCA."""
+    spec = getattr(scn, "cc", None)
+    if spec is not None and spec.dcms is not None and spec.dcms.manager == name:
+        from .dcms.manager import DCMSManager
+        return DCMSManager
+    from ..fabric.hca import HCA
+    return HCA
 
 
 def install(fabric, scn) -> None:
@@ -37,5 +47,8 @@ def install(fabric, scn) -> None:
     elif spec.scheme == "cca":
         from .cca import install as install_cca
         install_cca(fabric, scn, spec.cca)
+        if spec.dcms is not None:
+            from .dcms import install as install_dcms
+            install_dcms(fabric, scn, spec.dcms)
     else:                                   # parse_cc only lets known schemes through
         raise ValueError("unknown congestion-control scheme %r" % spec.scheme)

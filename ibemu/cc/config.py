@@ -19,12 +19,13 @@ class CCSpec:
     scheme: str = "none"
     hp: Any = None                          # ibemu.cc.hp.config.HPSpec
     cca: Any = None                         # ibemu.cc.cca.config.CCASpec
+    dcms: Any = None                        # ibemu.cc.dcms.config.DCMSSpec (with "cca")
 
 
 def parse_cc(ctx, raw, path: str = "cc", nodes: dict | None = None) -> CCSpec:
     """Validate the ``[cc]`` table.  *nodes* maps node names to "switch" or "hca"."""
     from ..scenario import _str, _table
-    raw = _table(ctx, path, raw if raw is not None else {}, ("scheme",) + SCHEMES[1:])
+    raw = _table(ctx, path, raw if raw is not None else {}, ("scheme",) + SCHEMES[1:] + ("dcms",))
     scheme = _str(ctx, path + ".scheme", raw.get("scheme", "none"), SCHEMES)
     spec = CCSpec(scheme)
     if "hp" in raw or scheme == "hp":
@@ -33,4 +34,9 @@ def parse_cc(ctx, raw, path: str = "cc", nodes: dict | None = None) -> CCSpec:
     if "cca" in raw or scheme == "cca":
         from .cca.config import parse_cca
         spec.cca = parse_cca(ctx, raw.get("cca", {}), path + ".cca", nodes or {})
+    if "dcms" in raw:
+        if scheme != "cca":
+            raise ctx.err(path + ".dcms", 'the DCMS manager tunes the IBA CCA: set cc.scheme = "cca"')
+        from .dcms.config import parse_dcms
+        spec.dcms = parse_dcms(ctx, raw["dcms"], path + ".dcms", nodes or {})
     return spec

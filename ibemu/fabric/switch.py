@@ -19,10 +19,11 @@ Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
 from __future__ import annotations
 
 from ..config import SwitchParams
-from ..wire.codec import set_vl
+from ..wire.codec import set_vl, vcrc_ok
 from ..wire.opcodes import is_data
 from .credits import blocks_of
 from .node import VL15, Node, Port
+from .pkey import PKeyTable
 from .vlarb import VLArbiter
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
@@ -47,6 +48,7 @@ class Entry:
 
 
 class Switch(Node):
+    lid = 0                                         # management port 0 (build.switch_lids)
     def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder=None):
         super().__init__(name, recorder)
         self.params = params
@@ -56,6 +58,7 @@ class Switch(Node):
         self.cut_through = params.cut_through
         nvl = params.data_vls
         self.sl2vl = list(params.sl2vl) if params.sl2vl else [sl % nvl for sl in range(16)]
+        self.port_sl2vl = dict(params.port_sl2vl)   # (in or None, out) -> table (seed 004 Fig. 5)
         self.queues: dict[int, list[list[Entry]]] = {}
         self.vl15: dict[int, list[Entry]] = {}      # out port -> VL15 packets (priority, no credits)
         self.queued: dict[int, int] = {}            # out port -> packets waiting (cnt1 of seed 003 §5)
@@ -63,6 +66,8 @@ class Switch(Node):
         self.arb: dict[int, VLArbiter] = {}
         self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
         self.marker = None
+        self.enforce_pkeys = getattr(params, "enforce_pkeys", False)
+        self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
 
     def add_port(self, port: Port) -> None:
         self.ports[port.index] = port
@@ -71,7 +76,7 @@ class Switch(Node):
         self.queued[port.index] = 0
         self.vl15[port.index] = []
         self.in_busy[port.index] = 0
-        self.arb[port.index] = self.params.vlarb.arbiter(nvl)
+        self.arb[port.index] = self.params.port_vlarb.get(port.index, self.params.vlarb).arbiter(nvl)
         self._wake_at[port.index] = -1
 
     # ---------------------------------------------------------------- receive
@@ -87,25 +92,39 @@ class Switch(Node):
             return
         n = len(frame)
         port.pc.received(frame)
-        if n < 26:
+        # IBA 7.8 / 7.9 checks on arrival (issue 8): a packet with a bad VCRC or a PktLen
+        # that disagrees with its length, or on a VL the link does not run, is dropped
+        # and counted in PortRcvErrors.  Its header cannot be trusted, so it is not
+        # credited: the sender's next FCTBS resynchronises ABR (credits.py).
+        if n < 26 or (((frame[4] & 7) << 8) | frame[5]) * 4 + 2 != n or not vcrc_ok(frame):
             self.port_error(port, "PortRcvErrors")
             return
-        out = self.lft.get((frame[2] << 8) | frame[3])
         vl_in = frame[0] >> 4
-        if out is None or out not in self.ports or out == pidx:
-            self.port_error(port, "PortRcvSwitchRelayErrors")
+        if (vl_in != VL15 and vl_in >= len(port.rx)) or ((frame[1] & 3) == 3 and n < 66):
+            self.port_error(port, "PortRcvErrors")      # (a GRH packet holds LRH+GRH+BTH)
             return
         blocks = blocks_of(n)
+        out = self.lft.get((frame[2] << 8) | frame[3])
+        if out is None or out not in self.ports or out == pidx:
+            self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
+            return
+        if self.enforce_pkeys and (frame[1] & 3) >= 2 and vl_in != VL15:      # (VL15: QP0, exempt)
+            table = self.pkey_tables.get(pidx)
+            if table is not None:
+                off = 50 if (frame[1] & 3) == 3 else 10
+                if not table.allows((frame[off] << 8) | frame[off + 1]):
+                    self._drop_received(port, vl_in, blocks, now, "PortRcvConstraintErrors")
+                    return
         if vl_in == VL15:                           # management: not flow controlled
             vl = VL15
         else:
-            if vl_in >= len(port.rx):
-                self.port_error(port, "PortRcvErrors")
-                return
             if not port.rx[vl_in].received(blocks):
                 self.port_error(port, "ExcessiveBufferOverrunErrors")
                 return
-            vl = self.sl2vl[frame[1] >> 4]
+            table = self.sl2vl
+            if self.port_sl2vl:
+                table = self.port_sl2vl.get((pidx, out)) or self.port_sl2vl.get((None, out)) or table
+            vl = table[frame[1] >> 4]
             if vl >= len(self.queues[out]):
                 vl = len(self.queues[out]) - 1
         tail = now + port.tx_time(n)
@@ -118,6 +137,18 @@ class Switch(Node):
         if self.marker is not None:
             self.marker.on_arrival(self, e, now)
         self._try_output(out, now)
+
+    def inject(self, frame, now: int) -> bool:
+        """Send a management packet this switch originates (e.g. a CN to the subnet
+        manager, seed 000 §6.2) on VL15, routed by its DLID; False when unroutable."""
+        out = self.lft.get((frame[2] << 8) | frame[3])
+        if out is None or out not in self.ports:
+            return False
+        e = Entry(frame, out, VL15, out, VL15, blocks_of(len(frame)), now, now, False)
+        self.vl15[out].append(e)
+        self.queued[out] += 1
+        self._try_output(out, now)
+        return True
 
     # ---------------------------------------------------------------- scheduling
     def _pick(self, q: list, now: int):
@@ -223,7 +254,12 @@ class Switch(Node):
         if end < e.tail:
             end = e.tail
         port.busy_until = end
-        self.in_busy[e.inp] = end
+        # store-and-forward: the whole packet is in the input buffer, which reads it out
+        # at its own link's rate -- a fast input (4X QDR) feeding a slower output is free
+        # again before the output is (issue 6, seed 002's testbed)
+        inp = self.ports[e.inp]
+        in_end = now + inp.tx_time(n) if (not self.cut_through and inp.rate > port.rate) else end
+        self.in_busy[e.inp] = in_end if in_end > e.tail else e.tail
         self.queued[o] -= 1
         pc = port.pc
         pc.xmit_bytes += n

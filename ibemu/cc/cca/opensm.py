@@ -1,0 +1,143 @@
+"""OpenSM's congestion-control options (opensm.conf syntax; option names from
+opensm/osm_subnet.c and man opensm(8), REFERENCE.md "OpenSM option names"), so a user
+can paste their fabric's settings into a scenario (``opensm = '''...'''``) or point at
+the file (``opensm_file = "opensm.conf"``).
+
+One option per line, ``name value``; ``#`` starts a comment; numbers are decimal or
+``0x`` hex as OpenSM's strtoul reads them.  Per-SL options take the SL first:
+``cc_ca_cong_setting_ccti_timer 0 75``.  ``cc_cct`` is ``shift:mult,shift:mult,...``
+(at most 128 entries; OpenSM then sets CCTI_Limit to entries − 1).  An option this
+module does not know, or a malformed value, raises :class:`OpenSMError` naming the line
+and option -- including OpenSM options that are not about congestion control: keep
+only the ``congestion_control`` and ``cc_*`` lines.
+
+Options accepted and kept only for the record (no effect on the emulation): cc_key,
+cc_max_outstanding_mads, cc_sw_cong_setting_control_map, cc_sw_cong_setting_credit_mask,
+cc_sw_cong_setting_credit_starvation_threshold and _return_delay (credit starvation is
+not modelled), cc_ca_cong_setting_control_map.
+"""
+from __future__ import annotations
+
+import difflib
+
+from .settings import CCT_MAX_ENTRIES
+
+
+class OpenSMError(ValueError):
+    """``str()`` is ``line N: option: reason``."""
+
+
+def _num(s: str, what: str, bits: int) -> int:
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise ValueError("expected %s, got %r" % (what, s)) from None
+    if not 0 <= v < (1 << bits):
+        raise ValueError("must be between 0 and %d, got %d" % ((1 << bits) - 1, v))
+    return v
+
+
+def _bool(s: str) -> bool:
+    u = s.upper()
+    if u in ("TRUE", "1"):
+        return True
+    if u in ("FALSE", "0"):
+        return False
+    raise ValueError("expected TRUE or FALSE, got %r" % s)
+
+
+def _shift_mult(s: str) -> tuple[int, int]:
+    a, sep, b = s.strip().partition(":")
+    if not sep:
+        raise ValueError("expected shift:mult, got %r" % s)
+    return _num(a, "a CCT_Shift", 2), _num(b, "a CCT_Multiplier", 14)
+
+
+def parse_cct(s: str) -> list[tuple[int, int]]:
+    """``"shift:mult,shift:mult,..."`` -> [(CCT_Shift, CCT_Multiplier), ...]."""
+    s = s.strip().strip('"')
+    if not s:
+        raise ValueError("empty table")
+    entries = [_shift_mult(x) for x in s.split(",")]
+    if len(entries) > CCT_MAX_ENTRIES:
+        raise ValueError("at most %d entries (OpenSM), got %d" % (CCT_MAX_ENTRIES, len(entries)))
+    return entries
+
+
+# option -> (spec key it sets, value parser); "SL" options take "<SL> <value>"
+_SW = {
+    "cc_sw_cong_setting_threshold": ("Threshold", lambda s: _num(s, "a Threshold 0..15", 4)),
+    "cc_sw_cong_setting_marking_rate": ("Marking_Rate", lambda s: _num(s, "a Marking_Rate", 16)),
+    "cc_sw_cong_setting_packet_size": ("Packet_Size", lambda s: _num(s, "a Packet_Size in credits", 8)),
+    "cc_sw_cong_setting_victim_mask": ("Victim_Mask", lambda s: _num(s, "a 256-bit hex mask", 256)),
+    "cc_sw_cong_setting_control_map": ("Control_Map", lambda s: _num(s, "a 32-bit hex map", 32)),
+    "cc_sw_cong_setting_credit_mask": (None, lambda s: _num(s, "a 256-bit hex mask", 256)),
+    "cc_sw_cong_setting_credit_starvation_threshold": (None, lambda s: _num(s, "a threshold 0..15", 4)),
+    "cc_sw_cong_setting_credit_starvation_return_delay": (None, _shift_mult),
+}
+_CA = {
+    "cc_ca_cong_setting_port_control": ("Port_Control", lambda s: "sl" if _num(s, "0 (per QP) or 1 (per SL)", 1) else "qp"),
+    "cc_ca_cong_setting_control_map": (None, lambda s: _num(s, "a 16-bit hex map", 16)),
+    "cc_cct": ("CCT", parse_cct),
+}
+_SL = {
+    "cc_ca_cong_setting_ccti_timer": ("CCTI_Timer", 16),
+    "cc_ca_cong_setting_ccti_increase": ("CCTI_Increase", 8),
+    "cc_ca_cong_setting_trigger_threshold": ("Trigger_Threshold", 8),
+    "cc_ca_cong_setting_ccti_min": ("CCTI_Min", 8),
+}
+_OTHER = {
+    "congestion_control": ("enabled", _bool),
+    "cc_key": (None, lambda s: _num(s, "a 64-bit key", 64)),
+    "cc_max_outstanding_mads": (None, lambda s: _num(s, "a count", 32)),
+}
+OPTIONS = sorted([*_SW, *_CA, *_SL, *_OTHER])
+
+
+def parse_opensm(text: str) -> dict:
+    """Read opensm.conf text into ``{"enabled": bool?, "switch": {key: v}, "ca": {key: v},
+    "sl": {SL: {key: v}}}`` with spec-named keys.  ``congestion_control`` absent:
+    OpenSM's default, FALSE (no congestion control configured)."""
+    out: dict = {"enabled": False, "switch": {}, "ca": {}, "sl": {}}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, _, rest = line.partition(" ")
+        name, rest = name.strip(), rest.strip()
+        if "\t" in name:
+            name, _, more = name.partition("\t")
+            rest = (more + " " + rest).strip()
+
+        def bad(reason, name=name, n=n):
+            return OpenSMError("line %d: %s: %s" % (n, name, reason))
+        if name not in OPTIONS:
+            close = difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.7)
+            hint = (" (did you mean %r?)" % close[0]) if close else \
+                " (ibemu reads congestion_control and the cc_* options only)"
+            raise bad("unknown option" + hint)
+        if not rest:
+            raise bad("missing value")
+        if name == "cc_cct" and rest.strip('"') == "(null)":
+            continue                        # OpenSM's dump of an unset table
+        try:
+            if name in _SL:
+                key, bits = _SL[name]
+                parts = rest.split()
+                if len(parts) != 2:
+                    raise ValueError("expected '<SL> <value>', got %r" % rest)
+                sl = _num(parts[0], "an SL 0..15", 4)
+                out["sl"].setdefault(sl, {})[key] = _num(parts[1], "a number", bits)
+                continue
+            for table, dest in ((_SW, "switch"), (_CA, "ca"), (_OTHER, None)):
+                if name in table:
+                    key, fn = table[name]
+                    value = fn(rest)
+                    if key == "enabled":
+                        out["enabled"] = value
+                    elif key is not None:
+                        out[dest][key] = value
+                    break
+        except ValueError as e:
+            raise bad(str(e)) from None
+    return out
