@@ -1,0 +1,149 @@
+"""End-to-end delivery checks (issue 8 acceptance): every RC message exactly once,
+intact and in order; UD datagrams never duplicated; and no link credit leaked.
+
+:class:`PayloadCheck` is attached to the queue pairs (:func:`attach`).  Their payloads
+then carry a deterministic pattern of (flow, message, offset) instead of zeros, the
+sending side records a digest of every message the first time it sends it, and the
+receiving side a digest of every message as it is delivered (in order, RC; as it
+arrives, UD).  :func:`verify` compares the two records; it takes plain dicts
+(:meth:`PayloadCheck.export`), so records made in different processes -- the trio
+runtime's workers -- can be merged and compared the same way.
+
+:func:`credit_leaks` looks at a quiet fabric: on every directed link and data VL the
+sender's FCTBS equals the receiver's ABR, the receiver's buffer is empty, and the sender
+holds the whole buffer as credit; no switch queue or HCA response is left.
+"""
+from __future__ import annotations
+
+import hashlib
+
+
+class PayloadCheck:
+    """Message digests on both sides, per flow."""
+
+    def __init__(self):
+        self.sent: dict[str, list[bytes]] = {}
+        self.received: dict[str, list[bytes]] = {}
+        self.ud_received: dict[str, list[int]] = {}    # UD: PSNs in arrival order
+        self._tx: dict[str, object] = {}
+        self._rx: dict[str, object] = {}
+
+    @staticmethod
+    def payload(flow: str, msg: int, offset: int, n: int) -> bytes:
+        """The payload bytes at *offset* of message *msg* of *flow* (64-byte pattern)."""
+        seed = hashlib.blake2b(("%s/%d/%d" % (flow, msg, offset)).encode(), digest_size=64).digest()
+        return (seed * (n // 64 + 1))[:n]
+
+    def tx(self, flow: str, data: bytes, last: bool) -> None:
+        h = self._tx.get(flow)
+        if h is None:
+            h = self._tx[flow] = hashlib.blake2b(digest_size=16)
+        h.update(data)
+        if last:
+            self.sent.setdefault(flow, []).append(h.digest())
+            del self._tx[flow]
+
+    def rx(self, flow: str, data: bytes, last: bool, psn: int | None = None) -> None:
+        h = self._rx.get(flow)
+        if h is None:
+            h = self._rx[flow] = hashlib.blake2b(digest_size=16)
+        h.update(data)
+        if last:
+            self.received.setdefault(flow, []).append(h.digest())
+            del self._rx[flow]
+            if psn is not None:
+                self.ud_received.setdefault(flow, []).append(psn)
+
+    def export(self) -> dict:
+        return {"sent": self.sent, "received": self.received, "ud_received": self.ud_received}
+
+
+def merge_records(records) -> dict:
+    """One record from the ``export()`` of several processes' checks (a flow's sending
+    and receiving ends each live in exactly one process)."""
+    out = {"sent": {}, "received": {}, "ud_received": {}}
+    for rec in records:
+        for part in out:
+            for flow, items in rec.get(part, {}).items():
+                out[part].setdefault(flow, []).extend(items)
+    return out
+
+
+def attach(fabric, check: PayloadCheck | None = None) -> PayloadCheck:
+    """Attach *check* (a new one by default) to both ends of every flow of *fabric*."""
+    check = check or PayloadCheck()
+    for snd, rcv in fabric.qps.values():
+        snd.integrity = check
+        rcv.integrity = check
+    return check
+
+
+def verify(record: dict, ud_flows=(), complete: bool = True) -> list[str]:
+    """Problems found in *record* (``PayloadCheck.export()``, or several merged).
+
+    RC flows: the received digests must equal the sent ones in order (with *complete*,
+    all of them; else a prefix: messages may still be in flight).  UD flows: every
+    received datagram intact (its digest among the sent ones at its PSN) and no PSN
+    twice; losses are allowed and counted by the caller.
+    """
+    problems = []
+    sent, received = record["sent"], record["received"]
+    for flow in sorted(set(sent) | set(received)):
+        s, r = sent.get(flow, []), received.get(flow, [])
+        if flow in ud_flows:
+            psns = record.get("ud_received", {}).get(flow, [])
+            if len(set(psns)) != len(psns):
+                problems.append("%s: a UD datagram was delivered twice" % flow)
+            for psn, d in zip(psns, r):
+                if psn >= len(s) or s[psn] != d:
+                    problems.append("%s: UD datagram PSN %d corrupted" % (flow, psn))
+                    break
+            continue
+        if len(r) > len(s):
+            problems.append("%s: %d messages received, only %d sent (duplicates)" % (flow, len(r), len(s)))
+        for i, (a, b) in enumerate(zip(s, r)):
+            if a != b:
+                problems.append("%s: message %d differs (corrupted, duplicated or out of order)" % (flow, i))
+                break
+        if complete and len(r) < len(s):
+            problems.append("%s: %d of %d messages delivered" % (flow, len(r), len(s)))
+    return problems
+
+
+def credit_leaks(fabric) -> list[str]:
+    """Credit and buffer state that is not back to idle (see the module docstring)."""
+    problems = []
+    for label, (a, pa, b, pb) in sorted(fabric.link_ends.items()):
+        tx_port = fabric.nodes[a].ports[pa]
+        rx_port = fabric.nodes[b].ports[pb]
+        for vl, (tx, rx) in enumerate(zip(tx_port.tx, rx_port.rx)):
+            where = "%s VL%d" % (label, vl)
+            if rx.used:
+                problems.append("%s: %d blocks still held in the receive buffer" % (where, rx.used))
+            if tx.fctbs != rx.abr:
+                problems.append("%s: FCTBS %d != ABR %d" % (where, tx.fctbs, rx.abr))
+            if tx.available() != rx.capacity:
+                problems.append("%s: sender has %d of %d blocks of credit (FCCL %d, FCTBS %d)"
+                                % (where, tx.available(), rx.capacity, tx.fccl, tx.fctbs))
+    for name, node in sorted(fabric.nodes.items()):
+        queued = getattr(node, "queued", None)
+        if queued and any(queued.values()):
+            problems.append("%s: %d packets still queued" % (name, sum(queued.values())))
+        ctrl = getattr(node, "ctrl", None)
+        if ctrl:
+            problems.append("%s: %d responses not sent" % (name, len(ctrl)))
+    return problems
+
+
+def assert_no_credit_leak(fabric) -> None:
+    problems = credit_leaks(fabric)
+    assert not problems, "credit leak:\n  " + "\n  ".join(problems)
+
+
+def settle(engine, fabric, injectors=None, periods: int = 3) -> None:
+    """Heal every faulty link and run *periods* flow-control periods more, so that the
+    cumulative FCTBS/FCCL of the last flow-control packets have put every credit back."""
+    for inj in (injectors or {}).values():
+        inj.enabled = False
+    period = max(p.fc_period for n in fabric.nodes.values() for p in n.ports.values())
+    engine.run(engine.now + periods * period + 1)

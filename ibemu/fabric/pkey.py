@@ -1,0 +1,44 @@
+"""Partition keys (IBA 10.9): a port's P_Key table and the matching rule.
+
+A P_Key is 16 bits: bit 15 is the membership type (1 full, 0 limited), bits 14:0 the
+partition number.  Two P_Keys match when their partition numbers are equal, at least
+one of them is a full member, and neither is invalid (partition number 0: 0x0000 and
+0x8000).  A packet is accepted by a port when its BTH P_Key matches an entry of the
+port's table (IBA 10.9.3).  HCA ports always check (C10-118); switch ports only with
+inbound partition enforcement on.  A rejected packet is dropped and counted in
+PortRcvConstraintErrors (issue 8 item 5).
+
+The default table holds the default partition, 0xFFFF, which every ibemu packet carries
+unless its flow says otherwise.
+"""
+from __future__ import annotations
+
+DEFAULT_PKEY = 0xFFFF
+
+
+def pkey_valid(pkey: int) -> bool:
+    return (pkey & 0x7FFF) != 0
+
+
+def pkey_match(a: int, b: int) -> bool:
+    """IBA 10.9.3: same partition, not both limited members, neither invalid."""
+    return ((a & 0x7FFF) == (b & 0x7FFF) and (a & 0x7FFF) != 0
+            and bool((a | b) & 0x8000))
+
+
+class PKeyTable:
+    """A port's P_Key table; :meth:`allows` is memoised (it runs for every packet)."""
+    __slots__ = ("keys", "_cache")
+
+    def __init__(self, keys=None):
+        self.keys = tuple(keys) if keys is not None else (DEFAULT_PKEY,)
+        self._cache: dict[int, bool] = {}
+
+    def allows(self, pkey: int) -> bool:
+        ok = self._cache.get(pkey)
+        if ok is None:
+            ok = self._cache[pkey] = any(pkey_match(pkey, k) for k in self.keys)
+        return ok
+
+    def __repr__(self):
+        return "PKeyTable(%s)" % ", ".join("0x%04x" % k for k in self.keys)
