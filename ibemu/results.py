@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import atomic_open, atomic_write_text
 from .config import PS_PER_MS, PS_PER_S
 from .fabric.recorder import Recorder
 
@@ -218,7 +219,10 @@ class Metrics(Recorder):
             return {k: [list(x) for x in v] for k, v in table.items() if any(any(x) for x in v)}
         return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
                 "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
-                "counters": {n: dict(c) for n, c in self._counters.items()}}
+                "counters": {n: dict(c) for n, c in self._counters.items()},
+                "traces": [[kind, key, tr] for (kind, key), tr in self.traces.items()],
+                "events": list(self.events), "port_times": list(self.port_times),
+                "port_samples": self.port_samples}
 
     def merge_bins(self, data: dict) -> None:
         """Add bins exported by :meth:`export_bins` of a Metrics with the same bin."""
@@ -243,6 +247,23 @@ class Metrics(Recorder):
         for node, values in data["counters"].items():
             for name, v in values.items():
                 self.counter(node, name, v)
+        for kind, key, tr in data.get("traces", ()):
+            self.traces.setdefault((kind, key), []).extend((t, v) for t, v in tr)
+            self.traces[(kind, key)].sort(key=lambda tv: tv[0])
+        if data.get("events"):
+            self.events = sorted(self.events + [tuple(e) for e in data["events"]], key=lambda e: e[0])
+        times = data.get("port_times") or []
+        if times:                               # the same sample times everywhere; keep the common part
+            if self.port_samples and len(times) < len(self.port_times):
+                self.port_times = self.port_times[:len(times)]
+                for series in self.port_samples.values():
+                    for name in series:
+                        del series[name][len(times):]
+            elif not self.port_samples:
+                self.port_times = list(times)
+            k = len(self.port_times)
+            for label, series in data["port_samples"].items():
+                self.port_samples[label] = {name: list(vals[:k]) for name, vals in series.items()}
 
     # -- slow path
     def _new_link(self, label):
@@ -482,7 +503,7 @@ def _clean(obj):
 
 
 def _dump_json(obj, path: Path):
-    path.write_text(json.dumps(_clean(obj), sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(_clean(obj), sort_keys=True, indent=2) + "\n")
 
 
 def _fmt(x) -> str:
@@ -491,7 +512,7 @@ def _fmt(x) -> str:
 
 
 def _write_csv(path: Path, times_ms, columns: list[tuple[str, np.ndarray]]):
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["time_ms"] + [name for name, _ in columns])
         for i, t in enumerate(times_ms):
@@ -509,7 +530,7 @@ def _write_port_series(metrics: Metrics, path: Path) -> None:
         if not any(series.get("PortXmitPkts", [0])) and not any(series.get("PortRcvPkts", [0])):
             continue
         cols += [("%s:%s" % (label, name), series[name]) for name in PORT_SERIES if name in series]
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["time_ms"] + [c for c, _ in cols])
         for i, t in enumerate(metrics.port_times):
@@ -546,7 +567,7 @@ def write_outputs(metrics: Metrics, scenario, out_dir, extra: dict | None = None
     if metrics.port_samples:
         _write_port_series(metrics, out / "counters.csv")
     if metrics.traces:
-        with (out / "traces.csv").open("w", newline="", encoding="utf-8") as fh:
+        with atomic_open(out / "traces.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(["kind", "key", "time_ms", "value"])
             for (kind, key), tr in sorted(metrics.traces.items()):

@@ -1,0 +1,18 @@
+"""The real-time runtime (issue 4; ../shared/DESIGN.md §1, §4): nodes in several
+processes exchanging frames as UDP datagrams, emulated time = wall time / dilation.
+
+The only package of ibemu that imports trio and socket.
+
+- :mod:`.loop`       the trio driver of a set of nodes (clock, pacing, loss counting)
+- :mod:`.sockets`    one UDP socket per node port, receive buffers sized from credits
+- :mod:`.addrmap`    the address map file (node port -> host:udp)
+- :mod:`.partition`  which worker runs which nodes
+- :mod:`.worker`     one worker process (``ibemu node``)
+- :mod:`.controller` ``ibemu run --clock wall``: start, watch, stop, merge
+- :mod:`.merge`      merging the workers' series and captures
+- :mod:`.commands`   ``ibemu run --clock wall``, ``ibemu node``, ``ibemu fidelity``
+"""
+
+DEFAULT_DILATION = 200
+"""Wall seconds per emulated second by default: seed 003 Figure 2(a) (100 ms emulated)
+then takes 20 s of wall time (benchmarks/README.md has the fidelity measured against it)."""

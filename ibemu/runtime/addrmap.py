@@ -1,0 +1,82 @@
+"""The address map: which UDP address every emulated port uses (issue 4 items 2 and 6).
+
+A TOML file, one line per wired port of the fabric::
+
+    # ibemu address map
+    [ports]
+    "A:1" = "127.0.0.1:18600"       # node A, port 1
+    "B:1" = "10.0.0.2:18601"
+
+The controller writes one for its workers; for nodes on several machines,
+``ibemu node SCENARIO --make-map FILE --place NODES=HOST ...`` writes one that every
+machine then uses with ``ibemu node SCENARIO --map FILE --nodes ...``.  Ports are handed
+out from 18600 (``ibemu.wire.shim.DEFAULT_PORT_BASE``), the range the Scapy layer and
+the Wireshark plugin recognise.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def port_keys(fabric) -> list[tuple[str, int]]:
+    """Every wired (node name, port) of *fabric*, in a fixed order (nodes as built,
+    ports ascending)."""
+    keys = []
+    names = {id(n): name for name, n in fabric.nodes.items()}
+    wired = {(names[id(node)], port) for (node, port) in fabric.wiring}
+    for name, node in fabric.nodes.items():
+        for p in sorted(node.ports):
+            if (name, p) in wired:
+                keys.append((name, p))
+    return keys
+
+
+def assign(fabric, host_of, base: int) -> dict:
+    """``(node, port) -> (host, udp port)``: consecutive ports from *base*;
+    *host_of(node name)* gives each node's host address."""
+    return {key: (host_of(key[0]), base + i) for i, key in enumerate(port_keys(fabric))}
+
+
+def write_map(path, amap: dict) -> None:
+    lines = ["# ibemu address map: \"node:port\" = \"host:udp port\"", "[ports]"]
+    for (node, port), (host, udp) in amap.items():
+        lines.append('"%s:%d" = "%s:%d"' % (node, port, host, udp))
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _split(text: str, what: str, path) -> tuple[str, int]:
+    name, sep, num = text.rpartition(":")
+    if not sep or not name or not num.isdigit():
+        raise UserError("%s: %s %r: expected NAME:NUMBER" % (path, what, text))
+    return name, int(num)
+
+
+def read_map(path, fabric=None) -> dict:
+    """Read an address map; with *fabric*, check that it covers every wired port."""
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError("cannot read address map %s: %s" % (path, e.strerror)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError("address map %s: %s" % (path, e)) from None
+    ports = raw.get("ports")
+    if not isinstance(ports, dict):
+        raise UserError("address map %s: no [ports] table" % path)
+    amap = {}
+    for key, val in ports.items():
+        if not isinstance(val, str):
+            raise UserError("address map %s: %s: expected \"host:port\", got %r" % (path, key, val))
+        node, port = _split(key, "key", path)
+        host, udp = _split(val, "address", path)
+        if not 0 < udp < 65536:
+            raise UserError("address map %s: %s: UDP port %d out of range" % (path, key, udp))
+        amap[(node, port)] = (host, udp)
+    if fabric is not None:
+        missing = [k for k in port_keys(fabric) if k not in amap]
+        if missing:
+            raise UserError("address map %s has no address for %s" % (
+                path, ", ".join("%s:%d" % k for k in missing[:5]) + (" ..." if len(missing) > 5 else "")))
+    return amap

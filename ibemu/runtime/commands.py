@@ -1,0 +1,255 @@
+"""The command-line side of the runtime: ``ibemu run --clock wall``, ``ibemu node`` and
+``ibemu fidelity`` (issue 4 items 2, 4, 6).  Bad input gives one line and exit 2
+(:class:`~ibemu.errors.UserError`); a failed run exits 1, Ctrl-C 130.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import sys
+import time
+from pathlib import Path
+
+from ..errors import UserError
+from ..wire.shim import DEFAULT_PORT_BASE
+from . import DEFAULT_DILATION
+
+LUA = "layers/wireshark/ibemu.lua"
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number, got %r" % text) from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError("must be positive, got %r" % text)
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected an integer, got %r" % text) from None
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be at least 1, got %r" % text)
+    return v
+
+
+def add_wall_options(p) -> None:
+    """--workers / --dilation / --port-base, for ``run`` and ``fidelity``."""
+    p.add_argument("--workers", type=_positive_int, default=None,
+                   help="wall clock: worker processes (default: the number of cores, %d here)"
+                        % (os.cpu_count() or 1))
+    p.add_argument("--dilation", type=_positive_float, default=DEFAULT_DILATION,
+                   help="wall clock: wall seconds per emulated second (default %d)" % DEFAULT_DILATION)
+    p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
+                   help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
+    p.add_argument("--no-realtime", dest="realtime", action="store_false",
+                   help="wall clock: do not ask for real-time scheduling for the workers")
+
+
+def capture_hint(pcap) -> str:
+    """The line telling how to open the capture in Wireshark with ibemu's plugin (the
+    repository's copy when run from it, else the installed one)."""
+    lua = LUA
+    if not Path(LUA).is_file():
+        import importlib.util
+        spec = importlib.util.find_spec("layers")          # without importing Scapy
+        if spec is not None and spec.origin:
+            installed = Path(spec.origin).parent / "wireshark" / "ibemu.lua"
+            if installed.is_file():
+                lua = str(installed)
+    return "open the capture with: wireshark -X lua_script:%s %s" % (lua, pcap)
+
+
+def cmd_run_wall(args, scn) -> int:
+    """``ibemu run --clock wall``: *scn* already loaded with the overrides."""
+    from ..results import format_summary_table
+    from .controller import WallRunError, format_runtime_line, run_wall
+    out = args.out or "runs/%s" % scn.name
+    try:
+        result = run_wall(scn, out_dir=out, pcap=args.pcap, workers=args.workers,
+                          dilation=args.dilation, progress=False if args.quiet else None,
+                          port_base=args.port_base, announce=not args.quiet,
+                          realtime=args.realtime)
+    except WallRunError as e:
+        print("ibemu run: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ibemu run: interrupted; partial results in %s/" % out, file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print(format_summary_table(result.summary))
+        print("wall clock, dilation %g, %d workers: %d events in %.2f s wall" % (
+            args.dilation, len(result.runtime["workers"]), result.events, result.wall_seconds))
+        print(format_runtime_line(result.runtime))
+        print("results in %s/" % out)
+        if args.pcap:
+            print(capture_hint(args.pcap))
+    return 0
+
+
+# ---------------------------------------------------------------- ibemu node
+
+def add_node_parser(sub) -> None:
+    n = sub.add_parser("node", help="run some of a scenario's nodes in real time (several hosts)",
+                       description="Run the nodes --nodes of SCENARIO on the UDP addresses of an "
+                                   "address map (--map), from an agreed instant (--start-at). "
+                                   "Write a map with --make-map.")
+    n.add_argument("scenario", nargs="?", help="scenario file (TOML)")
+    n.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario value")
+    n.add_argument("--seed", type=int)
+    n.add_argument("--duration")
+    n.add_argument("--map", help="address map (TOML, \"node:port\" = \"host:udp\")")
+    n.add_argument("--nodes", help="comma-separated node names to run here")
+    n.add_argument("--make-map", metavar="FILE", help="write an address map for the scenario and exit")
+    n.add_argument("--place", action="append", metavar="NODES=HOST",
+                   help="with --make-map: these comma-separated nodes use HOST (default 127.0.0.1)")
+    n.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE)
+    n.add_argument("--dilation", type=_positive_float, default=DEFAULT_DILATION)
+    n.add_argument("--start-at", help="start instant: Unix time in seconds, or +N (N s from now); "
+                                      "every host must be given the same")
+    n.add_argument("--out", help="write this part's results (JSON) into this folder")
+    n.add_argument("--pcap", help="write the frames these nodes send to this capture")
+    n.add_argument("--no-realtime", dest="realtime", action="store_false",
+                   help="do not ask for real-time scheduling")
+    n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
+    n.add_argument("--part", help=argparse.SUPPRESS)
+    n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
+    n.add_argument("--scenario-pickle", help=argparse.SUPPRESS)
+    n.add_argument("--drop-link-every", type=int, default=0, help=argparse.SUPPRESS)
+    n.set_defaults(func=cmd_node)
+
+
+def _load(args):
+    from ..scenario import load_scenario
+    if args.scenario_pickle:
+        return pickle.loads(Path(args.scenario_pickle).read_bytes())
+    if not args.scenario:
+        raise UserError("node: a scenario file is required")
+    overrides = list(args.set or [])
+    if args.seed is not None:
+        overrides.append("scenario.seed=%d" % args.seed)
+    if args.duration is not None:
+        overrides.append('scenario.duration="%s"' % args.duration)
+    return load_scenario(args.scenario, overrides)
+
+
+def _start_at(text) -> float | None:
+    if text is None:
+        return None
+    try:
+        return time.time() + float(text[1:]) if text.startswith("+") else float(text)
+    except ValueError:
+        raise UserError("--start-at: expected Unix seconds or +N, got %r" % text) from None
+
+
+def cmd_node(args) -> int:
+    from ..build import build_fabric
+    from .addrmap import assign, read_map, write_map
+    from .worker import run_worker
+    scn = _load(args)
+    if args.make_map:
+        fabric = build_fabric(scn)
+        hosts = {}
+        for spec in args.place or []:
+            names, sep, host = spec.rpartition("=")
+            if not sep or not names or not host or ":" in host or " " in host:
+                raise UserError("--place %r: expected NODE[,NODE...]=HOST (an IPv4 address or name)" % spec)
+            for name in names.split(","):
+                if name not in fabric.nodes:
+                    raise UserError("--place: no node %r in %s" % (name, scn.name))
+                hosts[name] = host
+        amap = assign(fabric, lambda n: hosts.get(n, "127.0.0.1"), args.port_base)
+        write_map(args.make_map, amap)
+        print("wrote %d port addresses to %s" % (len(amap), args.make_map))
+        return 0
+    if not args.map or not args.nodes:
+        raise UserError("node: --map FILE and --nodes A,B,... are required (or --make-map FILE)")
+    fabric = build_fabric(scn)
+    amap = read_map(args.map, fabric)
+    names = [n for n in args.nodes.split(",") if n]
+    unknown = [n for n in names if n not in fabric.nodes]
+    if unknown or not names:
+        raise UserError("node: no node %s in %s (nodes: %s)" % (
+            ", ".join(unknown) or "given", scn.name, ", ".join(fabric.nodes)))
+    start_at = _start_at(args.start_at)
+    if not args.control and start_at is None:
+        raise UserError("node: --start-at is required (the same instant on every host), e.g. --start-at +5")
+    part = args.part
+    if args.out and not part:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        part = str(Path(args.out) / ("node-%s.json" % "_".join(names)))
+    try:
+        data = run_worker(scn, names, amap, args.dilation, part=part, pcap=args.pcap,
+                          control=args.control, start_at=start_at, parent=args.parent,
+                          drop_link_every=args.drop_link_every, realtime=args.realtime)
+    except UserError as e:
+        if args.control:
+            import json
+            print(json.dumps({"event": "error", "message": str(e)}), flush=True)
+        raise
+    except KeyboardInterrupt:
+        return 130
+    if not args.control:
+        _print_node_summary(scn, names, data)
+        if part:
+            print("part results in %s" % part)
+    return 0
+
+
+def _print_node_summary(scn, names, data) -> None:
+    here = set(names)
+    rx = data["metrics"]["flow_rx"]
+    for f in scn.flows:
+        if f.dst in here:
+            series = rx.get(f.name, [[], [], []])
+            print("flow %s: %d packets, %d messages received at %s" % (
+                f.name, sum(series[1]) if series[1] else 0, sum(series[2]) if series[2] else 0, f.dst))
+    rt = data["runtime"]
+    print("%s: %d datagrams sent, %d received, %d lost; %s" % (
+        ",".join(names), rt["datagrams_sent"], rt["datagrams_received"], rt["datagrams_lost"],
+        "completed" if data["completed"] else "stopped early"))
+
+
+# ---------------------------------------------------------------- ibemu fidelity
+
+def add_fidelity_parser(sub) -> None:
+    f = sub.add_parser("fidelity", help="run a scenario on both clocks and compare throughputs",
+                       description="Runs SCENARIO on the virtual clock and on the wall clock and "
+                                   "prints, per flow and per link, wall throughput / virtual throughput.")
+    f.add_argument("scenario")
+    f.add_argument("--set", action="append", metavar="KEY=VALUE")
+    f.add_argument("--seed", type=int)
+    f.add_argument("--duration")
+    f.add_argument("--out", help="also write the wall run's output folder here")
+    f.add_argument("--tolerance", type=_positive_float, default=None,
+                   help="exit 1 when a ratio is off by more than this fraction (e.g. 0.05)")
+    add_wall_options(f)
+    f.set_defaults(func=cmd_fidelity)
+
+
+def cmd_fidelity(args) -> int:
+    from ..fidelity import compare, format_fidelity
+    from .controller import WallRunError
+    args.scenario_pickle = None
+    scn = _load(args)
+    try:
+        report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,
+                         port_base=args.port_base, realtime=args.realtime)
+    except WallRunError as e:
+        print("ibemu fidelity: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ibemu fidelity: interrupted", file=sys.stderr)
+        return 130
+    print(format_fidelity(report))
+    if args.tolerance is not None:
+        worst = report["worst"]
+        if worst is not None and worst > args.tolerance:
+            print("off by %.1f %% > %.1f %%" % (100 * worst, 100 * args.tolerance))
+            return 1
+    return 0

@@ -1,0 +1,206 @@
+"""Management of a running wall-clock emulation (issue 7 item 3): ``ibemu perfquery
+--live`` and ``ibemu ccconfig`` send their MADs *into the fabric* from one of its HCAs.
+
+Path of a request:
+
+1. the command sends a JSON datagram ``{"id", "via", "dlid", "mad"}`` (MAD as hex) to the
+   controller's management socket, a Unix datagram socket at
+   ``<output folder>/parts/mgmt.sock`` (it exists while the run does);
+2. the controller (:class:`Endpoint`) forwards it, with its own transaction id, to the
+   worker that runs HCA ``via`` (default: the HCA with the lowest LID), as a control line
+   ``{"cmd": "mad", ...}``;
+3. the worker (:class:`WorkerSide`) has that HCA send the MAD at the current emulated
+   time (:class:`ibemu.mgmt.ManagementClient`); it travels on VL15 through the emulated
+   switches like any packet, and the answer that comes back to the HCA's QP1 goes up to
+   the controller (``{"event": "mad", ...}``) and back to the command.
+
+This module's socket handling is the only I/O; what the MADs say is :mod:`ibemu.mgmt`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+from ..errors import UserError
+
+SOCKET_NAME = "mgmt.sock"
+
+
+def socket_path(run_dir) -> Path:
+    return Path(run_dir) / "parts" / SOCKET_NAME
+
+
+class Endpoint:
+    """The controller's side: the socket, and which worker runs which HCA."""
+
+    def __init__(self, path, fabric, workers):
+        from ..fabric.hca import HCA
+        self.path = str(path)
+        self.hcas = {n: x.lid for n, x in fabric.nodes.items() if isinstance(x, HCA)}
+        self.default_via = min(self.hcas, key=self.hcas.get) if self.hcas else None
+        self.worker_of = {n: w for w in workers for n in w.nodes}
+        self.pending: dict[int, tuple] = {}          # our tid -> (client address, client id)
+        self._tid = 0
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def on_readable(self) -> None:
+        while True:
+            try:
+                data, addr = self.sock.recvfrom(65536)
+            except (BlockingIOError, OSError):
+                return
+            try:
+                req = json.loads(data)
+                via = req.get("via") or self.default_via
+                w = self.worker_of.get(via)
+                if via not in self.hcas or w is None:
+                    raise ValueError("no HCA %r in this run (HCAs: %s)" % (via, ", ".join(sorted(self.hcas))))
+                self._tid += 1
+                self.pending[self._tid] = (addr, req["id"])
+                w.send(cmd="mad", tid=self._tid, via=via, dlid=int(req["dlid"]), mad=req["mad"])
+            except (ValueError, KeyError, TypeError) as e:
+                self._reply(addr, {"error": str(e)})
+
+    def on_worker_message(self, msg: dict) -> None:
+        """A ``{"event": "mad"}`` line from a worker: the answer to one of our requests."""
+        client = self.pending.pop(msg.get("tid"), None)
+        if client is not None:
+            self._reply(client[0], {"id": client[1], "mad": msg.get("mad")})
+
+    def _reply(self, addr, obj) -> None:
+        if addr:
+            try:
+                self.sock.sendto(json.dumps(obj).encode(), addr)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+class WorkerSide:
+    """A worker's side: a :class:`~ibemu.mgmt.ManagementClient` on each HCA it is asked
+    to send from, fed at the loop's current emulated time."""
+
+    def __init__(self, loop, nodes, send):
+        self.loop = loop
+        self.nodes = {n.name: n for n in nodes}
+        self.send = send                     # send(**msg) on the control channel
+        self.clients = {}
+
+    def request(self, msg: dict) -> None:
+        from ..mgmt import ManagementClient
+        node = self.nodes.get(msg.get("via"))
+        if node is None or self.loop.t0 is None or self.loop.done:
+            return
+        client = self.clients.get(node.name)
+        if client is None:
+            client = self.clients[node.name] = ManagementClient(
+                node, lambda tid, mad: self.send(event="mad", tid=tid, mad=mad.hex()))
+        self.loop.call_now(node, client.send, int(msg["dlid"]), bytes.fromhex(msg["mad"]), int(msg["tid"]))
+
+
+def ask(run_dir, dlid: int, mad: bytes, via: str | None = None, timeout: float = 5.0) -> bytes:
+    """Send *mad* to LID *dlid* of the emulation running into *run_dir*; its answer."""
+    path = socket_path(run_dir)
+    if not path.exists():
+        raise UserError("%s: no running emulation here (no %s; start one with "
+                        "`ibemu run SCENARIO --clock wall --out %s`)" % (run_dir, path, run_dir))
+    me = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        me.bind("")                         # Linux autobind: an abstract address to answer to
+        me.settimeout(timeout)
+        rid = os.getpid()
+        try:
+            me.sendto(json.dumps({"id": rid, "via": via, "dlid": dlid, "mad": mad.hex()}).encode(), str(path))
+        except OSError as e:
+            raise UserError("%s: the emulation is not answering (%s)" % (run_dir, e.strerror)) from None
+        while True:
+            try:
+                data = me.recv(65536)
+            except socket.timeout:
+                raise UserError("no answer from LID %d within %.0f s (is the run still going? "
+                                "a wrong LID gets no answer)" % (dlid, timeout)) from None
+            reply = json.loads(data)
+            if "error" in reply:
+                raise UserError(reply["error"])
+            if reply.get("id") == rid:
+                return bytes.fromhex(reply["mad"])
+    finally:
+        me.close()
+
+
+def lids_of_scenario(scn) -> dict:
+    """Node name -> LID as the build assigns them (HCAs and switches' port 0)."""
+    from ..build import switch_lids
+    lids = {h.name: h.lid for h in scn.hcas}
+    lids.update(switch_lids(scn))
+    return lids
+
+
+# ---------------------------------------------------------------- the commands
+
+def _live_fabric(run_dir):
+    """The running emulation's fabric as its controller built it (parts/scenario.pickle)."""
+    import pickle
+    from ..build import build_fabric
+    path = Path(run_dir) / "parts" / "scenario.pickle"
+    if not socket_path(run_dir).exists() or not path.exists():
+        raise UserError("%s: no running emulation here (start one with "
+                        "`ibemu run SCENARIO --clock wall --out %s`)" % (run_dir, run_dir))
+    return build_fabric(pickle.loads(path.read_bytes()))
+
+
+def _resolve(fabric, target: str):
+    """(node name, LID) of *target*: a node name or a LID."""
+    lids = {n: x.lid for n, x in fabric.nodes.items() if getattr(x, "lid", 0)}
+    if target.isdigit():
+        by_lid = {v: k for k, v in lids.items()}
+        if int(target) not in by_lid:
+            raise UserError("LID %s is not in this run (LIDs: %s)" % (target, ", ".join(
+                "%s=%d" % kv for kv in sorted(lids.items(), key=lambda kv: kv[1]))))
+        return by_lid[int(target)], int(target)
+    if target not in lids:
+        raise UserError("no node %r in this run (nodes: %s)" % (target, ", ".join(sorted(lids))))
+    return target, lids[target]
+
+
+def live_perfquery(run_dir, target: str, port: int | None, extended: bool = False,
+                   via: str | None = None) -> str:
+    """``ibemu perfquery --live``: ask the running emulation with a PerfMgt Get."""
+    from ..mgmt import perf_get, perf_text
+    fabric = _live_fabric(run_dir)
+    name, lid = _resolve(fabric, target)
+    ports = sorted(fabric.nodes[name].ports)
+    if port is None:
+        port = ports[0]
+    if port not in ports:
+        raise UserError("%s has no port %d (ports: %s)" % (name, port, ", ".join(map(str, ports))))
+    return perf_text(ask(run_dir, lid, perf_get(port, extended), via), lid, port, extended)
+
+
+def live_ccconfig(run_dir, op: str, target: str, args: list, cc_key: int = 0,
+                  via: str | None = None) -> str:
+    """``ibemu ccconfig``: an ibccconfig Set sent into the running emulation; the
+    attribute the node answers with."""
+    from ..mgmt import cc_set, cc_text
+    fabric = _live_fabric(run_dir)
+    _, lid = _resolve(fabric, target)
+    mad = cc_set(op, args, cc_key)
+    port = int(args[0], 0) if op in ("SP", "SwitchPortCongestionSetting") else None
+    return cc_text(ask(run_dir, lid, mad, via), port)

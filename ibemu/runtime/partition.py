@@ -1,0 +1,67 @@
+"""Which worker process runs which nodes (issue 4 item 2; the issue leaves the rule open).
+
+The rule, and why:
+
+1. Each switch and the HCAs attached only to it form a *cluster* (HCAs linked to no
+   switch form their own).  A cluster stays in one process: between co-located nodes
+   the runtime takes each datagram off the peer socket as soon as it is sent, so their
+   interplay is exact (:mod:`ibemu.runtime.loop`); only links between processes add the
+   real-time error.  Seed 003's Figure 1 splits into A's side and B's side, cut at the
+   inter-switch link.
+2. Clusters go, heaviest first, to the least loaded worker (LPT).  Weight: a switch
+   counts its ports, an HCA 2 (its queue pairs do about as much work per packet).
+3. When there are fewer clusters than workers (e.g. one switch, 2 workers), HCAs are
+   moved off the most loaded worker to the empty ones, so every worker runs nodes.
+   Never more workers than nodes.
+"""
+from __future__ import annotations
+
+
+def _weight(node) -> int:
+    return len(node.ports) if hasattr(node, "lft") else 2
+
+
+def clusters(fabric) -> list[list[str]]:
+    names = {id(n): name for name, n in fabric.nodes.items()}
+    is_switch = {name: hasattr(n, "lft") for name, n in fabric.nodes.items()}
+    owner: dict[str, str] = {}
+    for (node, _port), (peer, _pp, _prop) in fabric.wiring.items():
+        a, b = names[id(node)], names[id(peer)]
+        if is_switch[a] and not is_switch[b] and b not in owner:
+            owner[b] = a
+    groups: dict[str, list[str]] = {}
+    for name in fabric.nodes:
+        key = name if is_switch[name] else owner.get(name, name)
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
+
+
+def partition(fabric, workers: int) -> list[list[str]]:
+    """Node names per worker: a list of *workers* (at most the number of nodes)
+    non-empty lists."""
+    nodes = fabric.nodes
+    workers = max(1, min(int(workers), len(nodes)))
+    cl = sorted(clusters(fabric), key=lambda c: -sum(_weight(nodes[n]) for n in c))
+    groups: list[list[str]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for c in cl:
+        i = loads.index(min(loads))
+        groups[i].extend(c)
+        loads[i] += sum(_weight(nodes[n]) for n in c)
+    for i in range(workers):
+        if groups[i]:
+            continue
+        j = loads.index(max(loads))
+        hcas = [n for n in groups[j] if not hasattr(nodes[n], "lft")]
+        if len(groups[j]) < 2 or not hcas:
+            continue
+        take = hcas[len(hcas) // 2:]
+        if len(take) == len(groups[j]):
+            take = take[1:]
+        for n in take:
+            groups[j].remove(n)
+            groups[i].append(n)
+            loads[j] -= _weight(nodes[n])
+            loads[i] += _weight(nodes[n])
+    order = list(nodes)
+    return [sorted(g, key=order.index) for g in groups if g]

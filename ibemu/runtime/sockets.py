@@ -1,0 +1,97 @@
+"""UDP sockets of the emulated ports (issue 4 item 1): one per node port, bound to its
+address from the address map and connected to the peer port's, non-blocking.
+
+Receive buffers are sized from the credits (:func:`rcvbuf_bytes`): a link can never
+carry more data than the receiving port's buffer grants (IBA credit flow control), plus
+the small link packets and ACKs that travel with it, so a socket buffer that holds that
+much cannot overflow -- datagram loss in a healthy run is zero, and counted when not.
+"""
+from __future__ import annotations
+
+import errno
+import socket
+
+from ..errors import UserError
+from ..wire.shim import SHIM_LEN
+
+# What the kernel charges a socket buffer for one queued loopback datagram (skb
+# "truesize"): about 4.5 KiB for a 2 KiB frame, under 1 KiB for a link packet.
+_TRUESIZE_BIG = 4608
+_TRUESIZE_SMALL = 1024
+MIN_RCVBUF = 256 * 1024
+
+
+def rcvbuf_bytes(port) -> int:
+    """SO_RCVBUF for a :class:`~ibemu.fabric.node.Port`: its receive buffer in credits
+    (every VL), each max-size packet at the kernel's cost, plus as many link packets
+    and management packets again, doubled for margin; at least 256 KiB."""
+    blocks = sum(rx.capacity for rx in port.rx)
+    packets = max(1, blocks * 64 // 2048 + 1)
+    need = 2 * (packets * _TRUESIZE_BIG + 4 * packets * _TRUESIZE_SMALL + 64 * _TRUESIZE_SMALL)
+    return max(MIN_RCVBUF, need)
+
+
+def _set_rcvbuf(sock, nbytes: int) -> int:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, nbytes)
+    except OSError:
+        pass
+    got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2    # the kernel doubles it
+    if got < nbytes and hasattr(socket, "SO_RCVBUFFORCE"):
+        try:                                    # above net.core.rmem_max: needs CAP_NET_ADMIN
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, nbytes)
+            got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2
+        except OSError:
+            pass
+    return got
+
+
+def open_port_socket(addr, peer, rcvbuf: int | None = None):
+    """A non-blocking UDP socket bound to *addr* and connected to *peer* ((host, port))."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.setblocking(False)
+        if rcvbuf:
+            _set_rcvbuf(sock, rcvbuf)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        try:
+            sock.bind(tuple(addr))
+        except OSError as e:
+            raise UserError("cannot bind UDP %s:%d: %s" % (addr[0], addr[1], e.strerror or e)) from None
+        sock.connect(tuple(peer))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def ports_free(host: str, ports) -> bool:
+    """True when every UDP port in *ports* can be bound on *host* now."""
+    held = []
+    try:
+        for p in ports:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            held.append(s)
+            try:
+                s.bind((host, p))
+            except OSError as e:
+                if e.errno in (errno.EADDRINUSE, errno.EACCES):
+                    return False
+                raise
+        return True
+    finally:
+        for s in held:
+            s.close()
+
+
+def free_port_block(host: str, count: int, base: int, limit: int = 65535) -> int:
+    """The first base >= *base* (in steps of *count*) whose *count* ports are all free."""
+    b = base
+    while b + count <= limit:
+        if ports_free(host, range(b, b + count)):
+            return b
+        b += count
+    raise UserError("no block of %d free UDP ports from %d on %s" % (count, base, host))
+
+
+MAX_DATAGRAM = SHIM_LEN + 4096 + 128

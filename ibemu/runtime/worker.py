@@ -1,0 +1,238 @@
+"""One worker: a process that runs some of a scenario's nodes in real time (issue 4
+items 2 and 6; ``ibemu node``).
+
+Every worker builds the whole fabric from the scenario (the build is deterministic, so
+all agree on ports, LIDs, queue pairs and forwarding tables) and runs only its own
+nodes, on the addresses of the address map.  What its nodes record is its *part* (JSON:
+the metrics' bins, node counters, the loop's datagram and slip counters), sent to the
+controller on the control channel at the end and also written to a file (``--part``, or
+``--out`` for ``ibemu node``); the frames they send go to a capture part.  The
+controller merges the parts.
+
+Control channel (``control=True``, used by the controller): JSON lines.  The worker
+writes ``{"event": "ready"}`` once its sockets are bound, then ``progress`` lines
+(emulated ps reached) about five times a second, and ``done`` (with the part) or
+``error`` at the end;
+it reads ``{"cmd": "start", "start_at": EPOCH}`` and ``{"cmd": "stop"}``, and
+``{"cmd": "mad", ...}`` (a live management request, :mod:`.mgmt`; answered with
+``{"event": "mad", ...}``).  End of input
+(the controller is gone) stops it too, and on Linux it also asks the kernel to kill it
+when its parent dies, so no worker outlives its controller.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+from ..build import build_fabric
+from ..capture.erf import ErfPcapWriter
+from ..errors import UserError
+from ..results import Metrics
+from ..run import PORT_SAMPLES, port_table
+from .loop import NodeLoop
+from .mgmt import WorkerSide
+from .sockets import rcvbuf_bytes
+
+WIRE_OVERHEAD = 8 + 12 + 4 + 2     # as ibemu.run: LRH, BTH, ICRC, VCRC of a SEND packet
+
+
+def new_metrics(scn) -> Metrics:
+    flows = {f.name: f for f in scn.flows}
+    return Metrics(scn.duration, scn.output.bin, {}, flows, {},
+                   packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when its parent exits (no orphans even when the
+    controller itself is killed)."""
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if parent and os.getppid() != parent:
+        os._exit(3)
+
+
+WORKER_NICE = -10
+RT_PRIORITY = 10
+
+
+def _raise_priority(realtime: bool) -> str:
+    """Best effort: a real-time emulation suffers from every millisecond it waits for a
+    CPU (a worker preempted for 4 ms at dilation 200 leaves 20 µs of emulated time
+    unanswered), so a worker asks for real-time round-robin scheduling (SCHED_RR,
+    priority 10) when allowed (root or CAP_SYS_NICE) and *realtime*, else nice -10 when
+    allowed, else runs as it is.  It never spins while idle (it waits in select), and
+    it drops back to normal scheduling if it falls behind the wall clock (the loop's
+    overload callback, :func:`_lower_priority`), so it cannot take a machine over;
+    Linux also keeps 5 % of every second for other tasks (sched_rt_runtime_us)."""
+    how = "normal"
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, WORKER_NICE)
+        how = "nice %d" % WORKER_NICE
+    except (OSError, AttributeError):
+        pass
+    if realtime:
+        try:
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(RT_PRIORITY))
+            how = "SCHED_RR %d" % RT_PRIORITY
+        except (OSError, AttributeError):
+            pass
+    return how
+
+
+def _lower_priority() -> None:
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except (OSError, AttributeError):
+        pass
+
+
+def _nice():
+    try:
+        return os.getpriority(os.PRIO_PROCESS, 0)
+    except (OSError, AttributeError):
+        return None
+
+
+class _Control:
+    """JSON lines on stdout / from stdin."""
+
+    def __init__(self):
+        self.out = sys.stdout
+
+    def send(self, **msg) -> None:
+        try:
+            self.out.write(json.dumps(msg) + "\n")
+            self.out.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    @staticmethod
+    def read_line():
+        line = sys.stdin.readline()
+        if not line:
+            return None
+        try:
+            return json.loads(line)
+        except ValueError:
+            return {"cmd": "?", "text": line.strip()}
+
+
+def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
+               control: bool = False, start_at: float | None = None, parent: int = 0,
+               drop_link_every: int = 0, realtime: bool = True) -> dict:
+    """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
+    *part*) what they recorded.  Raises UserError for bad input."""
+    ctl = _Control() if control else None
+    if control:
+        _die_with_parent(parent)
+    scheduling = _raise_priority(realtime)
+    metrics = new_metrics(scn)
+    fabric = build_fabric(scn, metrics)
+    metrics.add_links(fabric.link_capacity)
+    metrics.add_flow_capacity(fabric.flow_capacity)
+    unknown = [n for n in node_names if n not in fabric.nodes]
+    if unknown:
+        raise UserError("no node %s in scenario %s (nodes: %s)" % (
+            ", ".join(unknown), scn.name, ", ".join(fabric.nodes)))
+    nodes = [fabric.nodes[n] for n in node_names]
+    capture = ErfPcapWriter(pcap) if pcap else None
+    loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
+                    rcvbuf=lambda node, p: rcvbuf_bytes(node.ports[p]),
+                    drop_link_every=drop_link_every)
+    loop.on_overload = _lower_priority
+    # port counters sampled as run_virtual samples them (only this worker's ports)
+    here = set(node_names)
+    ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]
+    if ports and all(hasattr(p, "pc") for _, p in ports):
+        loop.sample_step = max(scn.output.bin, scn.duration // PORT_SAMPLES)
+        loop.on_sample = lambda t: metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
+    stopped = False
+    try:
+        if ctl is not None:
+            ctl.send(event="ready", pid=os.getpid())
+            msg = ctl.read_line()
+            if msg is None or msg.get("cmd") != "start":
+                stopped = True
+            else:
+                start_at = float(msg["start_at"])
+        if not stopped:
+            if start_at is None:
+                start_at = time.time() + 1.0
+            # the run allocates frames and tuples but makes no reference cycles worth
+            # collecting mid-run; a full collection would stall the loop for milliseconds
+            gc.collect()
+            gc.freeze()
+            gc.disable()
+            try:
+                stopped = trio.run(_main, loop, start_at, ctl)
+            finally:
+                gc.enable()
+    finally:
+        loop.close()
+        if capture is not None:
+            capture.close()
+    counters = {name: dict(sorted(n.counters.items())) for name, n in zip(node_names, nodes) if n.counters}
+    for node, values in counters.items():
+        for key, value in values.items():
+            metrics.counter(node, key, value)
+    data = {"nodes": list(node_names), "completed": not stopped and loop.done,
+            "runtime": loop.stats(), "metrics": metrics.export_bins(), "node_counters": counters,
+            "pcap": str(pcap) if pcap else None, "dilation": dilation,
+            "scheduling": scheduling, "nice": _nice()}
+    if part is not None:
+        tmp = Path(str(part) + ".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, part)
+    if ctl is not None:                 # the results travel back on the control channel
+        ctl.send(event="done", completed=data["completed"], data=data)
+    return data
+
+
+async def _main(loop: NodeLoop, start_at: float, ctl) -> bool:
+    """Run the loop from the agreed instant; True when stopped before the end."""
+    t0 = trio.current_time() + (start_at - time.time())
+    stop = trio.Event()
+    stopped = False
+    mgmt = WorkerSide(loop, loop.nodes, ctl.send) if ctl is not None else None
+
+    async def watch_stdin():
+        nonlocal stopped
+        while True:
+            msg = await trio.to_thread.run_sync(ctl.read_line, cancellable=True)
+            if msg is not None and msg.get("cmd") == "mad":    # live management (mgmt.py)
+                mgmt.request(msg)
+                continue
+            if msg is None or msg.get("cmd") == "stop":
+                stopped = True
+                stop.set()
+                return
+
+    async def report():
+        while True:
+            await trio.sleep(0.2)
+            if loop.t0 is not None and trio.current_time() >= loop.t0:
+                ctl.send(event="progress", t=loop.now_ps)
+
+    async with trio.open_nursery() as nursery:
+        if ctl is not None:
+            nursery.start_soon(watch_stdin)
+            nursery.start_soon(report)
+        with trio.CancelScope() as scope:
+            async def stopper():
+                await stop.wait()
+                scope.cancel()
+            nursery.start_soon(stopper)
+            await loop.run(t0)
+        nursery.cancel_scope.cancel()
+    return stopped
