@@ -73,7 +73,7 @@ class SwitchParams:
     port_buffers: dict[int, int] = field(default_factory=dict)   # port -> buffer bytes override
     port_sl2vl: dict = field(default_factory=dict)  # (in port or None, out port) -> 16 VLs (seed 004)
     port_vlarb: dict = field(default_factory=dict)  # out port -> VLArbTable (IBA: one table per port)
-    enforce_pkeys: bool = False             # inbound partition enforcement (IBA 10.9.3)
+    enforce_pkeys: bool = False             # inbound partition enforcement (IBA 10.9)
     pkeys: list[int] | None = None          # P_Key table of every port; None: [0xFFFF]
     port_pkeys: dict[int, list[int]] = field(default_factory=dict)   # port -> its own P_Key table
 
@@ -83,7 +83,7 @@ class HCAParams:
     mtu: int = 2048
     buffer_bytes: int | None = None         # receive buffer per VL; None: 4 max-size packets
     ack_every: int = 1                      # ACK coalescing: one ACK per N packets (1: every packet)
-    # RC reliability (IBA 9.7.6): local ACK timeout 4.096 us * 2^8 (IBA Timeout field 8),
+    # RC reliability (IBA 9.7): local ACK timeout 4.096 us * 2^8 (IBA Timeout field 8),
     # about 1 ms of emulated time -- far above any queueing delay of the seed papers'
     # fabrics, so it never fires spuriously; retry count 7 (the 3-bit field's maximum)
     ack_timeout: int = 4_096 * PS_PER_NS * 2 ** 8

@@ -7,7 +7,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 INF = 1 << 62
-_DELIVER, _WAKE = 0, 1
+_DELIVER, _WAKE, _DELIVER_FAULTY = 0, 1, 2
 
 
 class VirtualEngine:
@@ -16,13 +16,17 @@ class VirtualEngine:
     *wiring* maps ``(node, port)`` to ``(peer_node, peer_port, propagation_ps)``.
     *capture*, when given, has ``write(time_ns, frame, link)`` and receives every frame
     as it starts on a link (so in emulated-time order).
+    *faults* maps ``(node, port)`` to the :class:`~ibemu.fabric.faults.LinkFaultInjector`
+    of the directed link that port sends on (issue 8): each frame's deliveries come from
+    its ``transmit`` and pass its ``accept`` (the duplicate filter) on arrival.
     """
 
-    def __init__(self, nodes, wiring, capture=None):
+    def __init__(self, nodes, wiring, capture=None, faults=None):
         self.nodes = list(nodes)
         self.peer = {n: {} for n in self.nodes}
+        faults = faults or {}
         for (node, port), target in wiring.items():
-            self.peer[node][port] = target
+            self.peer[node][port] = tuple(target[:3]) + (faults.get((node, port)),)
         self.capture = capture
         self.heap: list = []
         self.seq = 0
@@ -44,7 +48,14 @@ class VirtualEngine:
                     cap.write(t0 // 1000, frame, link)
                 if target is None:
                     continue                    # unconnected port: the frame goes nowhere
-                peer, pport, prop = target
+                peer, pport, prop, inj = target
+                if inj is not None:
+                    for extra, f2, lseq in inj.transmit(t0, frame, link):
+                        self.seq += 1
+                        self.frames += 1
+                        heappush(heap, (t0 + prop + extra, self.seq, _DELIVER_FAULTY, peer, pport,
+                                        f2, (link, lseq, inj)))
+                    continue
                 self.seq += 1
                 self.frames += 1
                 heappush(heap, (t0 + prop, self.seq, _DELIVER, peer, pport, frame, link))
@@ -67,7 +78,7 @@ class VirtualEngine:
         peer = self.peer
         cap = self.capture
         wake_at = self._wake_at
-        next_report = progress_step if progress else INF
+        next_report = self.now + progress_step if progress else INF
         events = 0
         frames = 0
         seq = self.seq
@@ -75,6 +86,11 @@ class VirtualEngine:
             t, _, kind, node, port, frame, link = heappop(heap)
             events += 1
             if kind == _DELIVER:
+                node.receive(port, frame, link, t)
+            elif kind == _DELIVER_FAULTY:
+                link, lseq, inj = link
+                if not inj.accept(lseq):
+                    continue                    # a duplicate: the link layer drops it
                 node.receive(port, frame, link, t)
             else:
                 if wake_at[node] == t:
@@ -88,9 +104,17 @@ class VirtualEngine:
                         cap.write(t0 // 1000, f, lk)
                     target = peers.get(p)
                     if target is not None:
-                        seq += 1
-                        frames += 1
-                        heappush(heap, (t0 + target[2], seq, _DELIVER, target[0], target[1], f, lk))
+                        inj = target[3]
+                        if inj is None:
+                            seq += 1
+                            frames += 1
+                            heappush(heap, (t0 + target[2], seq, _DELIVER, target[0], target[1], f, lk))
+                        else:
+                            for extra, f2, lseq in inj.transmit(t0, f, lk):
+                                seq += 1
+                                frames += 1
+                                heappush(heap, (t0 + target[2] + extra, seq, _DELIVER_FAULTY,
+                                                target[0], target[1], f2, (lk, lseq, inj)))
                 node.outbox.clear()
             timers = node.timers
             if timers:

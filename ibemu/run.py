@@ -53,7 +53,9 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
     metrics.add_links(fabric.link_capacity)
     metrics.add_flow_capacity(fabric.flow_capacity)
     capture = ErfPcapWriter(pcap) if pcap else None
-    engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, capture)
+    from .fabric.faults import engine_faults, fault_counters
+    engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, capture,
+                           faults=engine_faults(fabric.injectors))
     if progress is None:
         progress = scn.duration > 10 * PS_PER_MS
     bar = Progress(scn.duration, enabled=progress)
@@ -76,6 +78,7 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
     wall = time.perf_counter() - t0
     counters = {name: dict(sorted(node.counters.items()))
                 for name, node in fabric.nodes.items() if node.counters}
+    counters.update(fault_counters(fabric.injectors))      # "link:<label>": lost, corrupted, ...
     for node, values in counters.items():
         for key, value in values.items():
             metrics.counter(node, key, value)

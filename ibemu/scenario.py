@@ -317,7 +317,7 @@ def _switch_params(ctx, items, max_mtu: int) -> SwitchParams:
         else:
             p.sl2vl = _sl2vl_row(ctx, path, v, p.data_vls)
     p.vlarb = _vlarb(ctx, items, p.data_vls)
-    if "enforce_pkeys" in items:                 # IBA 10.9.3 inbound partition enforcement
+    if "enforce_pkeys" in items:                 # IBA 10.9 inbound partition enforcement
         p.enforce_pkeys = _bool(ctx, items["enforce_pkeys"][1], items["enforce_pkeys"][0])
     if "pkeys" in items:
         p.pkeys = _pkeys(ctx, items["pkeys"][1], items["pkeys"][0])

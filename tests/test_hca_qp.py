@@ -113,7 +113,8 @@ def test_rc_psns_window_and_ackreq():
     assert [p.ackreq for p in pk] == [0, 0, 1]                   # AckReq fills the window
     assert all(p.destqp == rcv.qpn and p.dlid == B_LID and p.slid == A_LID for p in pk)
     assert snd.outs == 3 and not snd.window_open()
-    assert a.next_deadline() is None                            # nothing until an ACK
+    # nothing until an ACK but the local ACK timeout (its callback re-arms at the deadline)
+    assert a.next_deadline() == snd.timeout and snd._deadline == 2 * T + snd.timeout
     # a cumulative ACK for PSN 1 opens two slots
     t1 = 100 * PS_PER_US
     ack = ack_frame(snd, 1)
@@ -165,16 +166,21 @@ def test_stale_and_future_acks_do_not_corrupt_window():
     assert snd.outs == 2 and snd.una == 1
 
 
-def test_nak_counted_window_unchanged():
+def test_nak_counted_window_unchanged_and_goes_back_n():
+    """A PSN sequence error NAK: counted, the window unchanged, and every request from
+    the NAKed PSN resent (go-back-N; tests/test_rc_recovery.py has the rest)."""
     flow = FlowSpec("f", "a", "b", window=2)
     a, b, snd, rcv, rec, _ = pair(flow)
     credit(a, 0)
     run(a, 50 * PS_PER_US)
-    take(a)
+    first = parsed(data(take(a)))
     a.receive(1, ack_frame(snd, 0, syndrome=NAK_PSN_SEQ), False, 60 * PS_PER_US)
     run(a, 70 * PS_PER_US)
     assert snd.naks == 1 and a.counters.get("naks_received") == 1
-    assert snd.outs == 2 and data(take(a)) == []
+    again = parsed(data(take(a)))
+    assert snd.outs == 2 and [p.psn for p in again] == [0, 1]
+    assert [p.payload for p in again] == [p.payload for p in first]
+    assert again[-1].ackreq == 1
 
 
 @pytest.mark.parametrize("size, payloads, pads", [

@@ -226,6 +226,11 @@ def test_sender_fcp_resyncs_abr():
     sw.outbox.clear()
     grant(sw, 1, 0, 0, fctbs=4000, op=OP_NORMAL)
     assert sw.ports[1].rx[0].abr == 4000
+    # ABR moved (packets were lost on the way): the corrected FCCL goes back at once (issue 8)
+    assert [(p, fccl) for p, (_, _, _, fccl, _), _ in fcps_out(sw.outbox)] == [(1, (4000 + cap) % 4096)]
+    sw.outbox.clear()
+    grant(sw, 1, 0, 0, fctbs=4000, op=OP_NORMAL)                # in step: nothing to answer
+    assert fcps_out(sw.outbox) == []
     f = data_frame(5)
     out = feed(sw, [(1 * PS_PER_US, 1, f, False)], 10 * PS_PER_US)
     assert [fccl for _, (_, _, _, fccl, _), _ in fcps_out(out)] == [(4000 + 33 + cap) % 4096]

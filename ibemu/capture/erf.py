@@ -12,6 +12,7 @@ The writer is buffered and does no Scapy work: cheap enough for the per-frame pa
 """
 from __future__ import annotations
 
+import os
 import struct
 
 LINKTYPE_ERF = 197
@@ -48,11 +49,16 @@ class ErfPcapWriter:
     """Append frames to a pcap file of ERF records.
 
     ``write(time_ns, frame, link=False)``; ``close()`` (or use as a context manager).
+    Atomic (issue 8): the records go to ``<path>.partial`` and ``close()`` renames it to
+    *path* once everything is on disk, so *path* is always a whole, readable capture;
+    a killed run leaves only the ``.partial`` file (whole records up to a truncated
+    tail, which :func:`read_erf_pcap` reports).  ``atomic=False`` writes *path* directly.
     """
 
-    def __init__(self, path, snaplen: int = 65535, buffer_bytes: int = 1 << 20):
+    def __init__(self, path, snaplen: int = 65535, buffer_bytes: int = 1 << 20, atomic: bool = True):
         self.path = str(path)
-        self._f = open(self.path, "wb")
+        self._tmp = self.path + ".partial" if atomic else None
+        self._f = open(self._tmp or self.path, "wb")
         self._buf: list[bytes] = [_GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, snaplen, LINKTYPE_ERF)]
         self._size = 0
         self._limit = buffer_bytes
@@ -80,7 +86,12 @@ class ErfPcapWriter:
     def close(self) -> None:
         if not self._f.closed:
             self.flush()
+            if self._tmp is not None:
+                self._f.flush()
+                os.fsync(self._f.fileno())
             self._f.close()
+            if self._tmp is not None:
+                os.replace(self._tmp, self.path)
 
     def __enter__(self):
         return self

@@ -14,7 +14,24 @@ from collections import deque
 from ..config import HCAParams
 from .credits import blocks_of
 from .node import VL15, Node, Port
+from .pkey import PKeyTable
+from ..wire.codec import icrc_ok, vcrc_ok
+from ..wire.opcodes import EXT_LEN
 from .traffic import INF
+
+
+class GSIAgent:
+    """QP1 (the GSI) of an HCA: hands a received MAD to the node's management agent
+    (:mod:`ibemu.fabric.mad_agent`) and returns its response, which the HCA sends ahead
+    of data on the VL the request came on (VL15).  A manager may replace it."""
+    name = "qp1"
+
+    def __init__(self, hca):
+        from .mad_agent import MADAgent
+        self.agent = MADAgent(hca)
+
+    def on_packet(self, now: int, frame):
+        return self.agent.handle(frame, now)
 
 
 class HCA(Node):
@@ -31,6 +48,10 @@ class HCA(Node):
         self._kick_at = INF
         self._zero = bytes(params.mtu)
         self._next_qpn = 0x100
+        self.pkey_table = PKeyTable(getattr(params, "pkeys", None))
+        self.cc_settings = None             # CC attributes (ibemu.cc.cca.mad_settings)
+        self.cc_key = 0
+        self.qps[1] = GSIAgent(self)        # QP1: PerfMgt / CC MADs answered in band
 
     def add_port(self, port: Port) -> None:
         self.port = port
@@ -55,9 +76,13 @@ class HCA(Node):
                 self._try_send(now)
             return
         n = len(frame)
-        vl = frame[0] >> 4
         port.pc.received(frame)
-        if n < 26 or (vl >= len(port.rx) and vl != VL15):
+        # per-hop checks as at a switch (switch.py): length, PktLen, VCRC, VL
+        if n < 26 or (((frame[4] & 7) << 8) | frame[5]) * 4 + 2 != n or not vcrc_ok(frame):
+            self.port_error(port, "PortRcvErrors")
+            return
+        vl = frame[0] >> 4
+        if vl >= len(port.rx) and vl != VL15:
             self.port_error(port, "PortRcvErrors")
             return
         if vl != VL15 and not port.rx[vl].received(blocks_of(n)):
@@ -70,6 +95,9 @@ class HCA(Node):
         if vl != VL15:
             port.rx[vl].freed(blocks_of(len(frame)))
             self._send_fcp(port, vl, now)
+        if not self._acceptable(port, frame):
+            self._try_send(now)
+            return
         qp = self.qps.get((frame[13] << 16) | (frame[14] << 8) | frame[15])
         if qp is None:
             self.count("dropped_unknown_qp")
@@ -78,6 +106,24 @@ class HCA(Node):
         if reply is not None:
             self.ctrl.append((reply, vl))
         self._try_send(now)
+
+    def _acceptable(self, port: Port, frame) -> bool:
+        """End-node checks once the whole packet is in (issue 8): an IBA local packet
+        (LNH 2: ibemu's HCAs take no GRH) for this LID, a known OpCode whose headers fit,
+        a good ICRC (IBA 7.8, data integrity) -- else PortRcvErrors; a P_Key the port's table holds
+        (IBA 10.9, always checked at an HCA; not on VL15, the subnet management lane,
+        whose QP0 packets are exempt) -- else PortRcvConstraintErrors."""
+        n = len(frame)
+        op = frame[8]
+        ext = EXT_LEN.get(op)
+        if ((frame[1] & 3) != 2 or ((frame[2] << 8) | frame[3]) != self.lid or ext is None
+                or n < 26 + ext + ((frame[9] >> 4) & 3) or not icrc_ok(frame)):
+            self.port_error(port, "PortRcvErrors")
+            return False
+        if (frame[0] >> 4) != VL15 and not self.pkey_table.allows((frame[10] << 8) | frame[11]):
+            self.port_error(port, "PortRcvConstraintErrors")
+            return False
+        return True
 
     # ---------------------------------------------------------------- transmit
     def _try_send(self, now: int) -> None:

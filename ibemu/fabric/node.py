@@ -118,6 +118,16 @@ class Node:
                     self._send_fcp(port, vl, now)
         self.at(now + self._fc_tick_period, self._fc_tick)
 
+    def _drop_received(self, port: Port, vl: int, blocks: int, now: int, counter: str) -> None:
+        """Drop a well-formed packet that arrived (a routing or partition violation): it
+        is counted, and its blocks are credited at once (ABR advances, no buffer is
+        held), so the sender's credit returns with the flow-control packet sent now."""
+        self.port_error(port, counter)
+        if vl != VL15 and vl < len(port.rx):
+            rx = port.rx[vl]
+            rx.abr = (rx.abr + blocks) & 0xFFF
+            self._send_fcp(port, vl, now)
+
     def receive_link(self, port: Port, frame, now: int) -> int | None:
         """Apply a flow-control packet; return its VL (None when it was dropped)."""
         if len(frame) != LINK_LEN or lpcrc(frame[:4]) != frame[4] | (frame[5] << 8):
@@ -129,6 +139,13 @@ class Node:
         if vl >= len(port.tx):
             self.port_error(port, "PortRcvErrors")
             return None
-        port.rx[vl].sync(fctbs)
+        rx = port.rx[vl]
+        abr = rx.abr
+        rx.sync(fctbs)
         port.tx[vl].update(fccl)
+        if rx.abr != abr:
+            # resynchronised: packets were lost (or dropped unread) on the way here, so
+            # the FCCL we last sent was short; send the corrected one at once rather than
+            # at the next period (issue 8; never happens on a fault-free link)
+            self._send_fcp(port, vl, now)
         return vl

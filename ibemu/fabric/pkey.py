@@ -4,7 +4,7 @@ A P_Key is 16 bits: bit 15 is the membership type (1 full, 0 limited), bits 14:0
 partition number.  Two P_Keys match when their partition numbers are equal, at least
 one of them is a full member, and neither is invalid (partition number 0: 0x0000 and
 0x8000).  A packet is accepted by a port when its BTH P_Key matches an entry of the
-port's table (IBA 10.9.3).  HCA ports always check (C10-118); switch ports only with
+port's table (IBA 10.9).  HCA ports always check; switch ports only with
 inbound partition enforcement on.  A rejected packet is dropped and counted in
 PortRcvConstraintErrors (issue 8 item 5).
 
@@ -21,7 +21,7 @@ def pkey_valid(pkey: int) -> bool:
 
 
 def pkey_match(a: int, b: int) -> bool:
-    """IBA 10.9.3: same partition, not both limited members, neither invalid."""
+    """IBA 10.9: same partition, not both limited members, neither invalid."""
     return ((a & 0x7FFF) == (b & 0x7FFF) and (a & 0x7FFF) != 0
             and bool((a | b) & 0x8000))
 

@@ -19,7 +19,7 @@ Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
 from __future__ import annotations
 
 from ..config import SwitchParams
-from ..wire.codec import set_vl, vcrc_ok
+from ..wire.codec import icrc_ok, set_vl, vcrc_ok
 from ..wire.opcodes import is_data
 from .credits import blocks_of
 from .node import VL15, Node, Port
@@ -62,10 +62,13 @@ class Switch(Node):
         self.queues: dict[int, list[list[Entry]]] = {}
         self.vl15: dict[int, list[Entry]] = {}      # out port -> VL15 packets (priority, no credits)
         self.queued: dict[int, int] = {}            # out port -> packets waiting (cnt1 of seed 003 §5)
-        self.in_busy: dict[int, int] = {}           # input port -> time its crossbar input frees
+        self.in_busy: dict[int, int] = {-1: 0}      # input port (-1: port 0) -> time its crossbar input frees
         self.arb: dict[int, VLArbiter] = {}
         self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
         self.marker = None
+        self.agent = None                           # MADAgent of port 0, made on first use
+        self.cc_settings = None                     # CC attributes (ibemu.cc.cca.mad_settings)
+        self.cc_key = 0
         self.enforce_pkeys = getattr(params, "enforce_pkeys", False)
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
 
@@ -92,7 +95,7 @@ class Switch(Node):
             return
         n = len(frame)
         port.pc.received(frame)
-        # IBA 7.8 / 7.9 checks on arrival (issue 8): a packet with a bad VCRC or a PktLen
+        # IBA ch. 7 (link layer) checks on arrival (issue 8): a packet with a bad VCRC or a PktLen
         # that disagrees with its length, or on a VL the link does not run, is dropped
         # and counted in PortRcvErrors.  Its header cannot be trusted, so it is not
         # credited: the sender's next FCTBS resynchronises ABR (credits.py).
@@ -104,6 +107,9 @@ class Switch(Node):
             self.port_error(port, "PortRcvErrors")      # (a GRH packet holds LRH+GRH+BTH)
             return
         blocks = blocks_of(n)
+        if ((frame[2] << 8) | frame[3]) == self.lid and self.lid:
+            self._to_agent(port, frame, vl_in, blocks, now)      # management port 0
+            return
         out = self.lft.get((frame[2] << 8) | frame[3])
         if out is None or out not in self.ports or out == pidx:
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
@@ -138,13 +144,37 @@ class Switch(Node):
             self.marker.on_arrival(self, e, now)
         self._try_output(out, now)
 
+    def _to_agent(self, port: Port, frame, vl_in: int, blocks: int, now: int) -> None:
+        """A packet for the switch's own LID (management port 0, IBA 14.2.5): a MAD on
+        VL15 to QP1 goes to the management agent (:mod:`ibemu.fabric.mad_agent`) once
+        its last byte is in, and the response is injected on VL15 (docs/dcms.md:
+        no processing delay is modelled).  Anything else for port 0 is dropped and
+        counted (it needs no buffer: port 0 consumes at link speed)."""
+        if vl_in != VL15 or (frame[13] << 16 | frame[14] << 8 | frame[15]) != 1 or (frame[1] & 3) != 2:
+            self._drop_received(port, vl_in, blocks, now, "PortRcvErrors")
+            return
+        self.at(now + port.tx_time(len(frame)), self._agent_rx, port, frame)
+
+    def _agent_rx(self, now: int, port: Port, frame) -> None:
+        if not icrc_ok(frame):
+            self.port_error(port, "PortRcvErrors")
+            return
+        agent = self.agent
+        if agent is None:
+            from .mad_agent import MADAgent
+            agent = self.agent = MADAgent(self)
+        reply = agent.handle(frame, now)
+        if reply is not None and not self.inject(reply, now):
+            self.count("MADs_unroutable")
+
     def inject(self, frame, now: int) -> bool:
         """Send a management packet this switch originates (e.g. a CN to the subnet
-        manager, seed 000 §6.2) on VL15, routed by its DLID; False when unroutable."""
+        manager, seed 000 §6.2, or a MAD response) on VL15, routed by its DLID; False
+        when unroutable.  It enters the crossbar from port 0 (input index -1)."""
         out = self.lft.get((frame[2] << 8) | frame[3])
         if out is None or out not in self.ports:
             return False
-        e = Entry(frame, out, VL15, out, VL15, blocks_of(len(frame)), now, now, False)
+        e = Entry(frame, -1, VL15, out, VL15, blocks_of(len(frame)), now, now, False)
         self.vl15[out].append(e)
         self.queued[out] += 1
         self._try_output(out, now)
@@ -257,7 +287,7 @@ class Switch(Node):
         # store-and-forward: the whole packet is in the input buffer, which reads it out
         # at its own link's rate -- a fast input (4X QDR) feeding a slower output is free
         # again before the output is (issue 6, seed 002's testbed)
-        inp = self.ports[e.inp]
+        inp = self.ports.get(e.inp, port)
         in_end = now + inp.tx_time(n) if (not self.cut_through and inp.rate > port.rate) else end
         self.in_busy[e.inp] = in_end if in_end > e.tail else e.tail
         self.queued[o] -= 1
