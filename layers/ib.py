@@ -153,9 +153,10 @@ class DETH(_ExtHeader):
         return self.sprintf("DETH src_qp=%DETH.src_qp%"), _WITH_HEADERS
 
     def guess_payload_class(self, payload):
-        """To QP 0 or 1 (the SMI and GSI) a UD payload is a MAD (IBA 13.5)."""
+        """To QP 0 or 1 (the SMI and GSI) a UD SEND-only payload is a MAD (IBA 13.5)."""
         bth = self._bth()
-        if bth is not None and bth.destqp in (0, 1) and len(payload) == 256:
+        if (bth is not None and bth.opcode == 0x64 and bth.destqp in (0, 1) and len(payload) == 256
+                and payload[:1] == b"\x01"):
             from .mad import MAD
             return MAD
         return super().guess_payload_class(payload)

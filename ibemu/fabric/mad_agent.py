@@ -51,16 +51,17 @@ class MADAgent:
         if req.method & 0x80:                       # a response: not for an agent
             node.count("MADs_unexpected_response")
             return None
+        if req.mgmt_class not in M.CLASS_VERSION:   # a class this agent has no answer for
+            node.count("MADs_malformed")
+            return None
         node.count("MADs_received")
         if req.mgmt_class == M.CLASS_PERF:
             attr, status = self._perf(req, now)
-        elif req.mgmt_class == M.CLASS_CC:
+        else:
             if req.method == M.SET and req.cc_key != getattr(node, "cc_key", 0):
                 node.count("CC_Key_violations")
                 return None
             attr, status = self._cc(req, now)
-        else:
-            attr, status = b"", M.STATUS_BAD_METHOD
         if status:
             node.count("MADs_rejected")
         return M.build_mad_packet(get_slid(frame), node.lid, M.response(req, attr or b"", status),
