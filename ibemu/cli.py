@@ -48,9 +48,6 @@ def _cmd_run(args) -> int:
     if args.no_plots:
         scn.output.plots = False
     if args.clock == "wall":
-        if scn.faults is not None:      # (remove once the runtime applies them: issue 8)
-            print("ibemu run: warning: [faults] are applied by the virtual clock only for now; "
-                  "this wall-clock run has none", file=sys.stderr)
         from .runtime.commands import cmd_run_wall
         return cmd_run_wall(args, scn)
     out = args.out or "runs/%s" % scn.name

@@ -18,6 +18,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from ..atomic import atomic_write_text
 from ..errors import UserError
 
 
@@ -44,7 +45,12 @@ def write_map(path, amap: dict) -> None:
     lines = ["# ibemu address map: \"node:port\" = \"host:udp port\"", "[ports]"]
     for (node, port), (host, udp) in amap.items():
         lines.append('"%s:%d" = "%s:%d"' % (node, port, host, udp))
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(lines) + "\n"
+    p = Path(path)
+    if p.exists() and not p.is_file():          # e.g. /dev/stdout
+        p.write_text(text, encoding="utf-8")
+    else:
+        atomic_write_text(p, text)              # a reader never sees half a map
 
 
 def _split(text: str, what: str, path) -> tuple[str, int]:

@@ -121,6 +121,8 @@ def add_node_parser(sub) -> None:
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
     n.add_argument("--scenario-pickle", help=argparse.SUPPRESS)
     n.add_argument("--drop-link-every", type=int, default=0, help=argparse.SUPPRESS)
+    n.add_argument("--faults-until", type=int, default=None, help=argparse.SUPPRESS)
+    n.add_argument("--check-integrity", action="store_true", help=argparse.SUPPRESS)
     n.set_defaults(func=cmd_node)
 
 
@@ -186,7 +188,8 @@ def cmd_node(args) -> int:
     try:
         data = run_worker(scn, names, amap, args.dilation, part=part, pcap=args.pcap,
                           control=args.control, start_at=start_at, parent=args.parent,
-                          drop_link_every=args.drop_link_every, realtime=args.realtime)
+                          drop_link_every=args.drop_link_every, realtime=args.realtime,
+                          faults_until=args.faults_until, integrity=args.check_integrity)
     except UserError as e:
         if args.control:
             import json

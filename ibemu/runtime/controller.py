@@ -43,6 +43,7 @@ from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 from .addrmap import assign, port_keys, write_map
 from .loop import OVERLOAD
+from ..fabric.integrity import credit_problems, merge_records
 from .merge import merge_captures, merge_metrics, read_part
 from .mgmt import SOCKET_NAME, Endpoint
 from .partition import partition
@@ -119,6 +120,8 @@ class WallResult:
     out_dir: Path | None = None
     pcap: str | None = None
     error: str | None = None
+    credit_problems: list | None = None     # credit_problems() of the workers' reports
+    integrity: dict | None = None           # merged PayloadCheck records (integrity=True)
 
 
 def _package_root() -> str:
@@ -201,12 +204,21 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
              dilation: float = DEFAULT_DILATION, progress: bool | None = None,
              window=None, port_base: int = DEFAULT_PORT_BASE, host: str = "127.0.0.1",
              drop_link_every: int = 0, keep_parts: bool = False,
-             announce: bool = False, realtime: bool = True) -> WallResult:
+             announce: bool = False, realtime: bool = True, faults_until: int | None = None,
+             integrity: bool = False, external=()) -> WallResult:
     """Run *scn* in real time over *workers* processes (default: the number of cores).
 
     *announce*: print a line on stderr when the workers start.  Returns a
     :class:`WallResult`; raises :class:`WallRunError` after writing the partial
     outputs when a worker died, and KeyboardInterrupt after writing them on Ctrl-C.
+
+    The scenario's ``[faults]`` apply at the sending sockets (before emulated
+    *faults_until*, default: the whole run).  *integrity*: the workers attach a payload
+    check; its merged record is ``result.integrity`` (for
+    :func:`ibemu.fabric.integrity.verify`).  ``result.credit_problems`` lists the
+    credits not back to idle at the end (from every worker's ports).  *external*: node
+    names no worker runs -- their addresses are in the map (``parts/addresses.toml``),
+    and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer).
     """
     if not dilation or dilation <= 0:
         raise UserError("--dilation must be positive, got %r" % dilation)
@@ -221,7 +233,13 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
         except OSError as e:
             raise UserError("--pcap %s: %s" % (pcap, e.strerror)) from None
     fabric = build_fabric(scn)
-    groups = partition(fabric, workers)
+    external = set(external or ())
+    unknown = sorted(external - set(fabric.nodes))
+    if unknown:
+        raise UserError("no node %s in scenario %s" % (", ".join(unknown), scn.name))
+    groups = [g for g in ([n for n in g if n not in external] for g in partition(fabric, workers)) if g]
+    if not groups:
+        raise UserError("every node of %s is external: nothing to run" % scn.name)
     keys = port_keys(fabric)
     base = free_port_block(host, max(1, len(keys)), port_base)
     amap = assign(fabric, lambda _n: host, base)
@@ -245,6 +263,10 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
         args += ["--drop-link-every", str(drop_link_every)]
     if not realtime:
         args += ["--no-realtime"]
+    if faults_until is not None:
+        args += ["--faults-until", str(int(faults_until))]
+    if integrity:
+        args += ["--check-integrity"]
     env = dict(os.environ)
     root = _package_root()
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -316,6 +338,8 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
             start_at = time.time() + 0.2 + 0.05 * len(ws)
             for w in ws:
                 w.send(cmd="start", start_at=start_at)
+            if mgmt is not None:
+                mgmt.started = True
             if announce:
                 print("ibemu: %d workers (pids %s) running %g ms of emulated time at dilation %g: "
                       "about %.1f s" % (len(ws), " ".join(str(w.proc.pid) for w in ws),
@@ -363,7 +387,12 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
         error = "%s %s" % (failed.label(), failed.error_text())
     elif interrupted:
         error = "interrupted"
-    counters = {n: dict(c) for p in parts if p for n, c in p["node_counters"].items()}
+    counters: dict = {}
+    for p in parts:                     # a link's fault counts come from both of its ends
+        for n, c in (p["node_counters"].items() if p else ()):
+            mine = counters.setdefault(n, {})
+            for k, v in c.items():
+                mine[k] = mine.get(k, 0) + v
     pcap_frames = None
     if pcap:
         pcap_frames = merge_captures([w.pcap for w in ws], pcap)
@@ -371,6 +400,10 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
     summary = metrics.summary(t_from, t_to)
     result = WallResult(scn, metrics, summary, runtime["events"], wall, counters, runtime,
                         completed, pcap=pcap, error=error)
+    if all(p and "credits" in p for p in parts):
+        result.credit_problems = credit_problems([p["credits"] for p in parts])
+    if integrity:
+        result.integrity = merge_records([p.get("integrity", {}) for p in parts if p])
     if out is not None:
         from ..run import lids_of
         extra = {"clock": "wall", "dilation": dilation, "workers": len(ws), "completed": completed,
@@ -392,7 +425,8 @@ def run_wall(scn, out_dir=None, pcap=None, workers: int | None = None,
 def _runtime_summary(ws, parts, dilation, base) -> dict:
     per = []
     tot = {"events": 0, "datagrams_sent": 0, "datagrams_received": 0, "datagrams_lost": 0,
-           "datagrams_late": 0, "datagrams_dropped_injected": 0, "send_errors": 0,
+           "datagrams_late": 0, "datagrams_dropped_injected": 0, "datagrams_lost_injected": 0,
+           "datagrams_duplicated": 0, "duplicates_dropped": 0, "strangers": 0, "send_errors": 0,
            "bad_datagrams": 0, "slips": 0, "slip_ps": 0}
     max_slip = 0
     for w, p in zip(ws, parts):
@@ -416,6 +450,14 @@ def format_runtime_line(runtime: dict) -> str:
             "receiver (mean %.0f ns, max %.0f ns emulated)" % (
                 runtime["datagrams_sent"], runtime["datagrams_received"], runtime["datagrams_lost"],
                 runtime["slips"], runtime["mean_slip_ps"] / 1000, runtime["max_slip_ps"] / 1000))
+    if runtime.get("datagrams_lost_injected") or runtime.get("datagrams_duplicated"):
+        line += ("\nlink faults: %d frames lost and %d duplicated on purpose (%d duplicates dropped "
+                 "by the receivers; per link in results.json counters)" % (
+                     runtime["datagrams_lost_injected"], runtime["datagrams_duplicated"],
+                     runtime["duplicates_dropped"]))
+    if runtime.get("strangers") or runtime.get("bad_datagrams"):
+        line += ("\n%d datagrams from addresses that are not the port's peer and %d malformed "
+                 "ones dropped" % (runtime.get("strangers", 0), runtime.get("bad_datagrams", 0)))
     if runtime.get("overloaded"):
         line += ("\nwarning: worker %s fell more than %.0f ms behind the wall clock: this machine "
                  "is too slow for the dilation (try a larger --dilation)" % (

@@ -32,6 +32,28 @@ Lost datagrams: every (node, port) socket numbers its datagrams (the shim's per-
 data in flight on a link, and SO_RCVBUF is sized for that (:mod:`ibemu.runtime.sockets`),
 so a healthy run reports zero.
 
+Link faults (issue 8 item 2; the scenario's ``[faults]``): they are applied at the
+sending socket, by the same :class:`~ibemu.fabric.faults.LinkFaultInjector` the
+virtual clock uses (*faults*: ``(node, port) -> injector`` of the directed link that port
+sends on).  Each frame the node starts goes through ``transmit(t_start, frame, link)``;
+each delivery it returns is sent at once with the emulated time ``t_start + extra`` in
+its shim, so the receiver's heap puts a held-back frame behind the ones that overtake
+it.  A frame the injector loses consumes no sequence number, so the gap count above
+stays a count of *socket* losses; injected losses are counted apart
+(``datagrams_lost_injected``, and per link in the fault counters).  A duplicate is sent
+with its original's sequence number, and the receiving socket hands every sequence
+number of a faulty link to the link's ``accept`` (its duplicate filter, with the numbers
+unwrapped past 32 bits), which drops the second copy and counts it.  Corrupted copies
+are caught by the receiving node's VCRC/ICRC checks, as on the virtual clock.
+*faults_until* (emulated ps) heals every link for frames started from then on, so a
+test can let the credits settle (:func:`ibemu.fabric.integrity.settle` on the virtual
+clock).
+
+Strangers (issue 8 item 5): a datagram whose source address is not the port's
+configured peer is dropped before anything reads it and counted (``strangers``); the
+sockets are unconnected so that the kernel does not drop such datagrams uncounted
+(:mod:`ibemu.runtime.sockets`).
+
 Only this package imports trio and socket; the nodes stay sans-I/O.
 """
 from __future__ import annotations
@@ -45,7 +67,7 @@ import trio
 
 from ..config import PS_PER_S
 from ..wire.shim import KIND_LINK, MAGIC, SHIM_LEN, VERSION
-from .sockets import open_port_socket
+from .sockets import open_port_socket, resolve
 
 INF = 1 << 62
 _DELIVER, _WAKE = 0, 1
@@ -86,9 +108,11 @@ class SeqCheck:
 
 
 class PortSocket:
-    """One emulated port's UDP socket, connected to its peer port's socket."""
+    """One emulated port's UDP socket; it sends to and accepts datagrams from *peer*
+    (the peer port's numeric (host, port)) only."""
     __slots__ = ("sock", "node", "index", "propagation", "tx_seq", "rx", "send_errors",
-                 "drop_every", "dropped", "addr", "peer", "local_peer")
+                 "drop_every", "dropped", "addr", "peer", "local_peer", "inj", "rx_inj",
+                 "rx_hi", "rx_ext", "inj_lost", "dup_sent", "dup_dropped", "strangers")
 
     def __init__(self, sock, node, index, propagation, addr, peer):
         self.sock = sock
@@ -103,6 +127,14 @@ class PortSocket:
         self.drop_every = 0             # fault injection (tests): skip every n-th link packet
         self.dropped = 0
         self.local_peer = None          # the peer's PortSocket when it is in this process
+        self.inj = None                 # LinkFaultInjector of the link this port sends on
+        self.rx_inj = None              # ... and of the link it receives from
+        self.rx_hi = 0                  # highest sequence number received (32 bits) ...
+        self.rx_ext = 0                 # ... and unwrapped (for the duplicate filter)
+        self.inj_lost = 0               # frames the injector lost (no datagram sent)
+        self.dup_sent = 0               # second copies sent (the injector duplicated)
+        self.dup_dropped = 0            # second copies received and dropped
+        self.strangers = 0              # datagrams from an address that is not the peer
 
 
 class NodeLoop:
@@ -112,10 +144,13 @@ class NodeLoop:
     *addresses*: ``(node name, port) -> (host, udp port)`` for every port of the fabric
     that is wired (the address map).  *duration*: emulated ps to run.  *capture*: an
     object with ``write(time_ns, frame, link)`` that gets every frame these nodes send.
+    *faults*: ``(node, port) -> LinkFaultInjector`` (:func:`ibemu.fabric.faults.engine_faults`
+    of the fabric), applied to frames started before *faults_until* (see the module text).
     """
 
     def __init__(self, nodes, wiring, addresses, dilation: float, duration: int,
-                 capture=None, rcvbuf=None, drop_link_every: int = 0, spin: float = SPIN):
+                 capture=None, rcvbuf=None, drop_link_every: int = 0, spin: float = SPIN,
+                 faults=None, faults_until: int | None = None):
         if dilation <= 0:
             raise ValueError("dilation must be positive, got %r" % dilation)
         self.nodes = list(nodes)
@@ -135,6 +170,7 @@ class NodeLoop:
         self.max_slip_ps = 0
         self.max_lag_ps = 0                                 # processing behind the clock
         self.bad_datagrams = 0
+        self.faults_until = INF if faults_until is None else int(faults_until)
         self.wall_s = 0.0                                   # wall seconds from t0 to the end
         self.overload_ps = int(OVERLOAD * self.ps_per_wall)
         self.overloaded = False
@@ -155,10 +191,13 @@ class NodeLoop:
                 if node not in local:
                     continue
                 addr = addresses[(node.name, port)]
-                paddr = addresses[(peer.name, pport)]
-                sock = open_port_socket(addr, paddr, rcvbuf(node, port) if rcvbuf else None)
+                paddr = resolve(addresses[(peer.name, pport)])
+                sock = open_port_socket(addr, None, rcvbuf(node, port) if rcvbuf else None)
                 ps = PortSocket(sock, node, port, prop, addr, paddr)
                 ps.drop_every = drop_link_every
+                if faults:
+                    ps.inj = faults.get((node, port))
+                    ps.rx_inj = faults.get((peer, pport))
                 self.ports[node][port] = ps
                 self.sockets.append(ps)
         except BaseException:
@@ -261,44 +300,89 @@ class NodeLoop:
         it during ``send``): within a process no frame is ever behind its receiver."""
         cap = self.capture
         pack = _SHIM.pack
-        buf = self._buf
-        heap = self.heap
+        faults_until = self.faults_until
         for p, frame, link, ts in node.outbox:
             if cap is not None:
                 cap.write(ts // 1000, frame, link)
             ps = ports.get(p)
             if ps is None:
                 continue                        # unconnected port: the frame goes nowhere
+            if ps.inj is not None and ts < faults_until:
+                self._send_faulty(ps, frame, link, ts)
+                continue
             ps.tx_seq = s = (ps.tx_seq + 1) & 0xFFFFFFFF
             if link and ps.drop_every and s % ps.drop_every == 0:
                 ps.dropped += 1
                 continue
             try:
-                ps.sock.send(pack(MAGIC, VERSION, link, s, -(-ts // 1000)) + frame)
-            except OSError:                     # incl. BlockingIOError, ConnectionRefusedError
+                ps.sock.sendto(pack(MAGIC, VERSION, link, s, -(-ts // 1000)) + frame, ps.peer)
+            except OSError:                     # incl. BlockingIOError
                 ps.send_errors += 1             # counted; shows up as a loss at the peer
                 continue
-            lp = ps.local_peer
-            if lp is None:
-                continue
-            try:
-                n = lp.sock.recv_into(buf)
-            except OSError:
-                continue                        # not there yet: its receive task takes it
-            if n < SHIM_LEN or buf[0] != _MAGIC0 or buf[1] != _MAGIC1 or buf[2] != VERSION \
-                    or buf[3] > KIND_LINK:
-                self.bad_datagrams += 1
-                continue
-            _, _, kind, dseq, tns = _SHIM.unpack_from(buf, 0)
-            rx = lp.rx
-            if dseq == rx.expect:
-                rx.expect = (dseq + 1) & 0xFFFFFFFF
-                rx.received += 1
-            else:
-                rx.update(dseq)
-            heappush(heap, (tns * 1000 + lp.propagation, self._nextseq(), _DELIVER, lp.node,
-                            lp.index, buf[SHIM_LEN:n], kind == KIND_LINK))
+            if ps.local_peer is not None:
+                self._take_local(ps.local_peer)
         node.outbox.clear()
+
+    def _send_faulty(self, ps: PortSocket, frame, link: bool, ts: int) -> None:
+        """Send a frame through the link's fault injector (see the module text)."""
+        deliveries = ps.inj.transmit(ts, frame, link)
+        if not deliveries:
+            ps.inj_lost += 1                    # lost on purpose: no sequence number used
+            return
+        ps.tx_seq = s = (ps.tx_seq + 1) & 0xFFFFFFFF
+        pack = _SHIM.pack
+        for k, (extra, f, _) in enumerate(deliveries):
+            if k:
+                ps.dup_sent += 1                # a second copy, same sequence number
+            try:
+                ps.sock.sendto(pack(MAGIC, VERSION, link, s, -(-(ts + extra) // 1000)) + f, ps.peer)
+            except OSError:
+                ps.send_errors += 1
+                continue
+            if ps.local_peer is not None:
+                self._take_local(ps.local_peer)
+
+    def _take_local(self, lp: PortSocket) -> None:
+        """Take the datagram just sent to *lp* (a port of this process) off its socket."""
+        buf = self._buf
+        try:
+            n, src = lp.sock.recvfrom_into(buf)
+        except OSError:
+            return                              # not there yet: its receive task takes it
+        if src != lp.peer:                      # a stranger's datagram was waiting before ours
+            lp.strangers += 1
+            self._drain(lp, buf)
+            return
+        if n < SHIM_LEN or buf[0] != _MAGIC0 or buf[1] != _MAGIC1 or buf[2] != VERSION \
+                or buf[3] > KIND_LINK:
+            self.bad_datagrams += 1
+            return
+        _, _, kind, dseq, tns = _SHIM.unpack_from(buf, 0)
+        if lp.rx_inj is not None and self._duplicate(lp, dseq):
+            return
+        rx = lp.rx
+        if dseq == rx.expect:
+            rx.expect = (dseq + 1) & 0xFFFFFFFF
+            rx.received += 1
+        else:
+            rx.update(dseq)
+        heappush(self.heap, (tns * 1000 + lp.propagation, self._nextseq(), _DELIVER, lp.node,
+                             lp.index, buf[SHIM_LEN:n], kind == KIND_LINK))
+
+    @staticmethod
+    def _duplicate(ps: PortSocket, dseq: int) -> bool:
+        """The duplicate filter of a faulty link: True (counted) for a second copy."""
+        d = (dseq - ps.rx_hi) & 0xFFFFFFFF
+        if d >= 0x80000000:
+            d -= 0x100000000
+        ext = ps.rx_ext + d
+        if d > 0:
+            ps.rx_hi, ps.rx_ext = dseq, ext
+        if ps.rx_inj.accept(ext):
+            return False
+        ps.dup_dropped += 1
+        ps.rx.received += 1                     # received (and dropped): sent == received
+        return True
 
     def _arm(self, t_ps: int) -> None:
         """Move the timer task's wake-up to emulated time *t_ps*."""
@@ -324,23 +408,29 @@ class NodeLoop:
         sock = ps.sock
         heap = self.heap
         rx = ps.rx
-        node, index, prop = ps.node, ps.index, ps.propagation
+        node, index, prop, peer = ps.node, ps.index, ps.propagation, ps.peer
         unpack = _SHIM.unpack_from
         nextseq = self._nextseq
+        faulty = ps.rx_inj is not None
         while limit:
             limit -= 1
             try:
-                n = sock.recv_into(buf)
+                n, src = sock.recvfrom_into(buf)
             except BlockingIOError:
                 break
-            except ConnectionRefusedError:
-                continue                        # an ICMP error from an earlier send
+            except OSError:
+                continue                        # e.g. an ICMP error from an earlier send
+            if src != peer:
+                ps.strangers += 1               # not from the peer port: dropped, counted
+                continue
             if n < SHIM_LEN or buf[0] != _MAGIC0 or buf[1] != _MAGIC1:
                 self.bad_datagrams += 1
                 continue
             _, version, kind, dseq, tns = unpack(buf, 0)
             if version != VERSION or kind > KIND_LINK:
                 self.bad_datagrams += 1
+                continue
+            if faulty and self._duplicate(ps, dseq):
                 continue
             if dseq == rx.expect:
                 rx.expect = (dseq + 1) & 0xFFFFFFFF
@@ -426,13 +516,20 @@ class NodeLoop:
 
     def stats(self) -> dict:
         """Counters of this loop (datagrams, losses, slips), for results.json."""
+        socks = self.sockets
         st = {"events": self.events, "emulated_ps": self.now_ps, "wall_s": self.wall_s,
-              "datagrams_sent": sum(p.tx_seq - p.dropped - p.send_errors for p in self.sockets),
-              "datagrams_received": sum(p.rx.received for p in self.sockets),
-              "datagrams_lost": sum(p.rx.lost for p in self.sockets),
-              "datagrams_late": sum(p.rx.late for p in self.sockets),
-              "datagrams_dropped_injected": sum(p.dropped for p in self.sockets),
-              "send_errors": sum(p.send_errors for p in self.sockets),
+              "datagrams_sent": sum(p.tx_seq - p.dropped - p.send_errors + p.dup_sent for p in socks),
+              "datagrams_received": sum(p.rx.received for p in socks),
+              "datagrams_lost": sum(p.rx.lost for p in socks),
+              "datagrams_late": sum(p.rx.late for p in socks),
+              "datagrams_dropped_injected": sum(p.dropped for p in socks),
+              "datagrams_lost_injected": sum(p.inj_lost for p in socks),
+              "datagrams_duplicated": sum(p.dup_sent for p in socks),
+              "duplicates_dropped": sum(p.dup_dropped for p in socks),
+              "strangers": sum(p.strangers for p in socks),
+              "strangers_by_port": {"%s:%d" % (p.node.name, p.index): p.strangers
+                                    for p in socks if p.strangers},
+              "send_errors": sum(p.send_errors for p in socks),
               "bad_datagrams": self.bad_datagrams,
               "slips": self.slips, "slip_ps": self.slip_ps, "max_slip_ps": self.max_slip_ps,
               "max_lag_ps": self.max_lag_ps, "overloaded": self.overloaded}

@@ -8,6 +8,7 @@ import mmap
 import struct
 from pathlib import Path
 
+from ..atomic import atomic_open
 from ..capture.erf import LINKTYPE_ERF, PCAP_MAGIC_NS
 from ..errors import UserError
 
@@ -54,7 +55,9 @@ def _records(buf, path):
 
 def merge_captures(parts, out_path) -> int:
     """Write the records of the capture *parts* (paths; missing ones skipped) to
-    *out_path* in emulated-time order (stable: ties keep part order); return the count."""
+    *out_path* in emulated-time order (stable: ties keep part order); return the count.
+    Written atomically (:func:`ibemu.atomic.atomic_open`): *out_path* is the old file or
+    none until the whole merged capture is on disk."""
     maps, keys = [], []
     files = []
     try:
@@ -72,7 +75,7 @@ def merge_captures(parts, out_path) -> int:
             k = len(maps) - 1
             keys.extend((t, k, off, ln) for t, off, ln in _records(m, p))
         keys.sort(key=lambda r: (r[0], r[1]))
-        with open(out_path, "wb") as out:
+        with atomic_open(out_path, "wb") as out:       # a killed merge leaves no half capture
             out.write(_GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, 65535, LINKTYPE_ERF))
             chunk = []
             size = 0

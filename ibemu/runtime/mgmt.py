@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 from ..errors import UserError
 
 SOCKET_NAME = "mgmt.sock"
+NOT_STARTED = "the emulation has not started yet"
 
 
 def socket_path(run_dir) -> Path:
@@ -42,6 +44,7 @@ class Endpoint:
         self.default_via = min(self.hcas, key=self.hcas.get) if self.hcas else None
         self.worker_of = {n: w for w in workers for n in w.nodes}
         self.pending: dict[int, tuple] = {}          # our tid -> (client address, client id)
+        self.started = False                         # set once the workers were told to start
         self._tid = 0
         try:
             os.unlink(self.path)
@@ -62,6 +65,9 @@ class Endpoint:
                 return
             try:
                 req = json.loads(data)
+                if not self.started:        # a worker's first control line must be "start"
+                    self._reply(addr, {"id": req.get("id"), "error": NOT_STARTED})
+                    continue
                 via = req.get("via") or self.default_via
                 w = self.worker_of.get(via)
                 if via not in self.hcas or w is None:
@@ -76,7 +82,10 @@ class Endpoint:
         """A ``{"event": "mad"}`` line from a worker: the answer to one of our requests."""
         client = self.pending.pop(msg.get("tid"), None)
         if client is not None:
-            self._reply(client[0], {"id": client[1], "mad": msg.get("mad")})
+            if msg.get("error"):
+                self._reply(client[0], {"id": client[1], "error": msg["error"]})
+            else:
+                self._reply(client[0], {"id": client[1], "mad": msg.get("mad")})
 
     def _reply(self, addr, obj) -> None:
         if addr:
@@ -106,7 +115,12 @@ class WorkerSide:
     def request(self, msg: dict) -> None:
         from ..mgmt import ManagementClient
         node = self.nodes.get(msg.get("via"))
-        if node is None or self.loop.t0 is None or self.loop.done:
+        if node is None:
+            return
+        loop = self.loop
+        if loop.t0 is None or loop.emulated_now() < 0 or loop.done:
+            self.send(event="mad", tid=msg.get("tid"),
+                      error="the emulation has finished" if loop.done else NOT_STARTED)
             return
         client = self.clients.get(node.name)
         if client is None:
@@ -115,32 +129,37 @@ class WorkerSide:
         self.loop.call_now(node, client.send, int(msg["dlid"]), bytes.fromhex(msg["mad"]), int(msg["tid"]))
 
 
-def ask(run_dir, dlid: int, mad: bytes, via: str | None = None, timeout: float = 5.0) -> bytes:
+def ask(run_dir, dlid: int, mad: bytes, via: str | None = None, timeout: float = 10.0) -> bytes:
     """Send *mad* to LID *dlid* of the emulation running into *run_dir*; its answer."""
     path = socket_path(run_dir)
     if not path.exists():
         raise UserError("%s: no running emulation here (no %s; start one with "
                         "`ibemu run SCENARIO --clock wall --out %s`)" % (run_dir, path, run_dir))
     me = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    end = time.monotonic() + timeout
     try:
         me.bind("")                         # Linux autobind: an abstract address to answer to
-        me.settimeout(timeout)
         rid = os.getpid()
-        try:
-            me.sendto(json.dumps({"id": rid, "via": via, "dlid": dlid, "mad": mad.hex()}).encode(), str(path))
-        except OSError as e:
-            raise UserError("%s: the emulation is not answering (%s)" % (run_dir, e.strerror)) from None
+        request = json.dumps({"id": rid, "via": via, "dlid": dlid, "mad": mad.hex()}).encode()
         while True:
             try:
-                data = me.recv(65536)
-            except socket.timeout:
-                raise UserError("no answer from LID %d within %.0f s (is the run still going? "
-                                "a wrong LID gets no answer)" % (dlid, timeout)) from None
-            reply = json.loads(data)
+                me.sendto(request, str(path))
+            except OSError as e:
+                raise UserError("%s: the emulation is not answering (%s)" % (run_dir, e.strerror)) from None
+            reply = None
+            while reply is None or reply.get("id") not in (rid, None):
+                me.settimeout(max(0.01, end - time.monotonic()))
+                try:
+                    reply = json.loads(me.recv(65536))
+                except socket.timeout:
+                    raise UserError("no answer from LID %d within %.0f s (is the run still going? "
+                                    "a wrong LID gets no answer)" % (dlid, timeout)) from None
+            if reply.get("error") == NOT_STARTED and time.monotonic() < end:
+                time.sleep(0.2)             # the workers are still starting: ask again
+                continue
             if "error" in reply:
                 raise UserError(reply["error"])
-            if reply.get("id") == rid:
-                return bytes.fromhex(reply["mad"])
+            return bytes.fromhex(reply["mad"])
     finally:
         me.close()
 

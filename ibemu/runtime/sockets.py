@@ -1,5 +1,14 @@
 """UDP sockets of the emulated ports (issue 4 item 1): one per node port, bound to its
-address from the address map and connected to the peer port's, non-blocking.
+address from the address map, non-blocking.
+
+Security (issue 8 item 5): the address map puts every port on 127.0.0.1 unless it says
+otherwise (``ibemu node --make-map --place``), so by default nothing outside the machine
+can reach the emulation.  The sockets are deliberately *not* connected: a connected UDP
+socket makes the kernel drop datagrams from any other address silently, uncounted; an
+unconnected one receives them, and the runtime checks every datagram's source against
+the port's configured peer and drops *and counts* strangers (``strangers`` in the run's
+results; :mod:`ibemu.runtime.loop`).  Frames go out with ``sendto`` to the peer's
+numeric address, resolved once here (:func:`resolve`).
 
 Receive buffers are sized from the credits (:func:`rcvbuf_bytes`): a link can never
 carry more data than the receiving port's buffer grants (IBA credit flow control), plus
@@ -46,8 +55,25 @@ def _set_rcvbuf(sock, nbytes: int) -> int:
     return got
 
 
-def open_port_socket(addr, peer, rcvbuf: int | None = None):
-    """A non-blocking UDP socket bound to *addr* and connected to *peer* ((host, port))."""
+def resolve(addr) -> tuple[str, int]:
+    """(host, port) with the host as the numeric IPv4 address ``recvfrom`` reports (the
+    address map may name hosts)."""
+    host, port = addr
+    try:
+        socket.inet_aton(host)
+        if host.count(".") == 3:
+            return host, int(port)
+    except OSError:
+        pass
+    try:
+        return socket.gethostbyname(host), int(port)
+    except OSError as e:
+        raise UserError("cannot resolve host %r of the address map: %s" % (host, e.strerror or e)) from None
+
+
+def open_port_socket(addr, peer=None, rcvbuf: int | None = None):
+    """A non-blocking UDP socket bound to *addr* ((host, port)).  Not connected (see the
+    module text); *peer* is unused and kept for callers of the earlier signature."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         sock.setblocking(False)
@@ -58,7 +84,6 @@ def open_port_socket(addr, peer, rcvbuf: int | None = None):
             sock.bind(tuple(addr))
         except OSError as e:
             raise UserError("cannot bind UDP %s:%d: %s" % (addr[0], addr[1], e.strerror or e)) from None
-        sock.connect(tuple(peer))
     except BaseException:
         sock.close()
         raise

@@ -26,13 +26,15 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import trio
 
+from ..atomic import atomic_write_text
 from ..build import build_fabric
 from ..capture.erf import ErfPcapWriter
 from ..errors import UserError
+from ..fabric.faults import engine_faults, fault_counters
+from ..fabric.integrity import attach, credit_state
 from ..results import Metrics
 from ..run import PORT_SAMPLES, port_table
 from .loop import NodeLoop
@@ -130,9 +132,17 @@ class _Control:
 
 def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
                control: bool = False, start_at: float | None = None, parent: int = 0,
-               drop_link_every: int = 0, realtime: bool = True) -> dict:
+               drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
+               integrity: bool = False) -> dict:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
-    *part*) what they recorded.  Raises UserError for bad input."""
+    *part*) what they recorded.  Raises UserError for bad input.
+
+    The scenario's ``[faults]`` are applied at the sending sockets (until emulated
+    *faults_until*, default: the whole run); the part has the per-link fault counters
+    (``"link:<label>"``, the sending end's and the receiving end's) and the credit state
+    of this worker's ports (``credits``, :func:`ibemu.fabric.integrity.credit_state`).
+    *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
+    record (digests in hex) in the part as ``integrity``."""
     ctl = _Control() if control else None
     if control:
         _die_with_parent(parent)
@@ -146,10 +156,12 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
         raise UserError("no node %s in scenario %s (nodes: %s)" % (
             ", ".join(unknown), scn.name, ", ".join(fabric.nodes)))
     nodes = [fabric.nodes[n] for n in node_names]
+    check = attach(fabric) if integrity else None
     capture = ErfPcapWriter(pcap) if pcap else None
     loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
                     rcvbuf=lambda node, p: rcvbuf_bytes(node.ports[p]),
-                    drop_link_every=drop_link_every)
+                    drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
+                    faults_until=faults_until)
     loop.on_overload = _lower_priority
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)
@@ -183,17 +195,21 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
         if capture is not None:
             capture.close()
     counters = {name: dict(sorted(n.counters.items())) for name, n in zip(node_names, nodes) if n.counters}
+    counters.update((k, v) for k, v in fault_counters(fabric.injectors).items() if v)
     for node, values in counters.items():
         for key, value in values.items():
             metrics.counter(node, key, value)
     data = {"nodes": list(node_names), "completed": not stopped and loop.done,
             "runtime": loop.stats(), "metrics": metrics.export_bins(), "node_counters": counters,
             "pcap": str(pcap) if pcap else None, "dilation": dilation,
-            "scheduling": scheduling, "nice": _nice()}
+            "scheduling": scheduling, "nice": _nice(),
+            "credits": credit_state(fabric, node_names)}
+    if check is not None:
+        data["integrity"] = {part_: {flow: [d.hex() if isinstance(d, bytes) else d for d in items]
+                                     for flow, items in rec.items()}
+                             for part_, rec in check.export().items()}
     if part is not None:
-        tmp = Path(str(part) + ".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, part)
+        atomic_write_text(part, json.dumps(data))
     if ctl is not None:                 # the results travel back on the control channel
         ctl.send(event="done", completed=data["completed"], data=data)
     return data

@@ -6,6 +6,7 @@ Congestion Control Annex"), selected by ``[cc] scheme = "cca"``:
 - :mod:`.config` -- the scenario's ``[cc.cca]`` table; :mod:`.opensm` -- OpenSM options;
 - :mod:`.switch` -- Threshold detection and Marking_Rate FECN marking;
 - :mod:`.hca` -- CCTI, CCTI_Timer and the CCT injection delay at the source;
+- :mod:`.mad_settings` -- the settings as CC MAD attributes (Get/Set in band);
 - :mod:`.testbed` -- seed 002's two-switch, six-host DCMS testbed; :mod:`.experiments`
   (its runs, measured) and :mod:`.reproduce` (Figures 3 and 4 for `ibemu reproduce`).
 
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 from ...errors import UserError
 from ...fabric.qp import SenderBase
+from ...fabric.hca import HCA
 from ...fabric.switch import Switch
 from .hca import CCAResponse
+from .mad_settings import CACCSettings, SwitchCCSettings
 from .settings import CCASpec
 from .switch import CCAMarker
 
@@ -41,6 +44,8 @@ def install(fabric, scn, spec) -> None:
                 raise UserError("cc.cca.switch.%s.port.%d: switch %r has no link on port %d (linked: %s)"
                                 % (name, p, name, p, ", ".join(map(str, sorted(node.ports)))))
         node.marker = CCAMarker(node, setting, seed, node.recorder if spec.trace_marks else None, interval)
+        node.cc_settings = SwitchCCSettings(node, setting)      # CC MADs (mad_settings.py)
+        node.cc_key = getattr(spec, "cc_key", 0) or 0
     responses = {}
     for snd, rcv in fabric.qps.values():
         for qp in (snd, rcv):
@@ -51,3 +56,7 @@ def install(fabric, scn, spec) -> None:
                     r = responses[hca.name] = CCAResponse(hca, spec.ca_setting(hca.name), hca.recorder)
                     hca.cca = r
                 qp.cc = r
+    for name, node in fabric.nodes.items():
+        if isinstance(node, HCA):
+            node.cc_settings = CACCSettings(node, spec.ca_setting(name))
+            node.cc_key = getattr(spec, "cc_key", 0) or 0

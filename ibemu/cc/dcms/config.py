@@ -3,9 +3,10 @@
 Keys: ``manager`` (the HCA that runs it: a host on the fabric), ``tau`` (sweep interval),
 ``T_C``, ``T_W`` (fractions of τ a port spent congested / waiting for credits: seed 002
 §4.3's 8M and 27.4M ticks of 22 ns in one-second sweeps are 0.18 and 0.60), ``T_D``
-(a drop of a victim port's utilisation, as a fraction of its link rate, that ends it
-being a victim; the paper gives no value), ``T_I`` (Low-MR duration threshold in sweeps),
-``low`` and ``default`` Marking_Rates (seed 002: 0 and 128).
+(a drop of a victim port's utilisation from one sweep to the next, as a fraction of its
+link rate, that ends it being a victim; the paper gives no value: 0.03, docs/dcms.md),
+``T_I`` (Low-MR duration threshold in sweeps), ``low`` and ``default`` Marking_Rates
+(seed 002: 0 and 128).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class DCMSSpec:
     tau: int                        # ps
     T_C: float = 0.18
     T_W: float = 0.60
-    T_D: float = 0.10
+    T_D: float = 0.03
     T_I: int = 12
     low: int = 0
     default: int = 128

@@ -14,8 +14,10 @@ thresholds fits every link speed and any time scale:
 and handed to :class:`~ibemu.cc.dcms.algorithm.DCMS`, whose decisions become
 SwitchPortCongestionSetting Set MADs (one element: Valid, the port's Threshold and
 Packet_Size, the new Marking_Rate) to the switch.  Decisions are logged as recorder
-events and the Marking_Rate as a trace.  A sweep whose answers are not all back when the
-next one is due is counted (``DCMS_late_sweeps``) and replaced.
+events and the Marking_Rate as a trace; the normalised increments of every watched port
+as traces ``DCMS_dW``, ``DCMS_dC``, ``DCMS_dD`` (what seed 002 Figure 5(b) plots).  A
+sweep whose answers are not all back when the next one is due is counted
+(``DCMS_late_sweeps``) and replaced.
 """
 from __future__ import annotations
 
@@ -123,6 +125,15 @@ class DCMSManager(HCA):
             tick = max(1, 64 * PS_PER_S // rate)
             norm[key] = (got["W"] * tick / tau, got["C"] * tick / tau, 4 * got["D"] / (rate * tau / PS_PER_S))
         self.sweeps_done += 1
+        if self.sweeps_done > 1:                    # the first sweep only sets the baseline
+            rec, last = self.recorder, self.dcms._last
+            for key, (w, c, d) in norm.items():
+                prev = last.get(key)
+                if prev is not None:
+                    label = "%s:%d" % key
+                    rec.trace("DCMS_dW", label, now, round(w - prev[0], 4))
+                    rec.trace("DCMS_dC", label, now, round(c - prev[1], 4))
+                    rec.trace("DCMS_dD", label, now, round(d - prev[2], 4))
         for d in self.dcms.sweep(norm):
             sw, lid, port, _, threshold, packet_size = self.targets[d.port]
             elements = [{} for _ in range(port % M.SWITCH_PORT_ELEMENTS + 1)]

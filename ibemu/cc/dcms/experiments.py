@@ -1,0 +1,117 @@
+"""Seed 002 Experiment II runs (:mod:`.testbed`), measured as Figures 5 and 6 need; used
+by :mod:`.reproduce` and the tests.
+
+Per run: each flow's throughput per bin as a fraction of SDR (wire bytes, as
+:mod:`ibemu.cc.cca.experiments`), the counter growth rates of Figure 5(b) from the
+run's port-counter samples -- PortXmitTimeCong of (S2, 23) and PortXmitWait of (S1, 15)
+as the fraction of time they grew (ticks × tick / time), PortXmitData of (S1, 15) as a
+fraction of SDR (4 × words / (SDR × time)) -- and the manager's decisions with their
+times.  Times are reported in the paper's seconds (emulated ms / scale).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...config import PS_PER_MS, PS_PER_S
+from ...run import run_virtual
+from ..cca.testbed import CONTRIBUTORS
+from .testbed import experiment2
+
+FLOWS = ("XY",) + CONTRIBUTORS
+SCALE = 1.0                         # emulated ms per paper second (testbed.py)
+_cache: dict = {}
+
+
+def run_exp2(scenario: int = 1, duration_s: float = 30.0, **kw) -> dict:
+    """One Experiment II run (memoized on its arguments); keywords go to
+    :func:`~ibemu.cc.dcms.testbed.experiment2_dict`."""
+    key = (scenario, duration_s, tuple(sorted(kw.items())))
+    if key in _cache:
+        return _cache[key]
+    scn = experiment2(scenario=scenario, duration_s=duration_s, scale_ms_per_s=SCALE, **kw)
+    r = run_virtual(scn, progress=False)
+    m = r.metrics
+    bin_s = m.bin / PS_PER_MS / SCALE
+    sdr = m.flow_capacity["XY"]
+    wire = {f: (np.array(m.flow_bins(f, "rx_bytes"), dtype=float)
+                + m.packet_overhead * np.array(m.flow_bins(f, "rx_packets"))) / (m.bin / PS_PER_S) / sdr
+            for f in FLOWS}
+    t = np.array(m.port_times, dtype=float)
+    dt = np.diff(t)
+
+    def rate(label, name):
+        v = np.array(m.port_samples[label][name], dtype=float)
+        return np.diff(v) / dt
+
+    tick_ps = lambda rate_bps: max(1, 64 * PS_PER_S // rate_bps)          # counters.py
+    inter = m.link_capacity["inter"] if "inter" in m.link_capacity else 4 * sdr
+    counters = {
+        "C_S2_23": rate("S2:23", "PortXmitTimeCong") * tick_ps(sdr),
+        "W_S1_15": rate("S1:15", "PortXmitWait") * tick_ps(inter),
+        "D_S1_15": rate("S1:15", "PortXmitData") * 4 * PS_PER_S / sdr,
+    }
+    decisions = [(tt / PS_PER_MS / SCALE, text) for tt, src, text in m.events if src == "M"]
+    mr = m.traces.get(("Marking_Rate", "S2:23"), [])
+    msgs = np.cumsum(m.flow_bins("XY", "messages"))
+    done = np.nonzero(msgs >= scn.flows[[f.name for f in scn.flows].index("XY")].count)[0]
+    out = {"wire": wire, "bin_s": bin_s, "counter_t_s": (t[1:] + t[:-1]) / 2 / PS_PER_MS / SCALE,
+           "counters": counters, "decisions": decisions,
+           "marking_rate": [(tt / PS_PER_MS / SCALE, v) for tt, v in mr],
+           "lows": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.low in text]
+           if scn.cc.dcms else [],
+           "defaults": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.default in text]
+           if scn.cc.dcms else [],
+           "xy_done_s": float((done[0] + 1) * bin_s) if len(done) else None,
+           "counters_raw": r.counters, "duration_s": duration_s,
+           "default_mr": scn.cc.dcms.default if scn.cc.dcms else None}
+    _cache[key] = out
+    return out
+
+
+def mean(run: dict, flows, t0_s: float, t1_s: float) -> float:
+    """Mean throughput (fraction of SDR) of the sum of *flows* over [t0, t1) paper s."""
+    a, b = int(round(t0_s / run["bin_s"])), int(round(t1_s / run["bin_s"]))
+    s = sum(run["wire"][f] for f in flows)
+    return float(np.mean(s[a:b])) if b > a else float("nan")
+
+
+def counter_mean(run: dict, name: str, t0_s: float, t1_s: float) -> float:
+    t = run["counter_t_s"]
+    sel = (t >= t0_s) & (t < t1_s)
+    return float(np.mean(run["counters"][name][sel])) if sel.any() else float("nan")
+
+
+def exp2_values(run: dict, scenario: int) -> dict:
+    """The numbers seed 002 §4.3 reports for Figure 5 (Scenario 1) or 6 (Scenario 2),
+    measured on *run* (times in the paper's seconds, rates as fractions of SDR or of
+    time: see the module docstring)."""
+    lows, defaults = run["lows"], run["defaults"]
+    done = run["xy_done_s"] or run["duration_s"]
+    first_low = lows[0] if lows else float("nan")
+    first_default = defaults[0] if defaults else float("nan")
+    per_s = lambda f, a, b: [mean(run, f, t, t + 1) for t in range(int(a), int(b))]   # noqa: E731
+    v = {"victim_before": mean(run, ["XY"], 3, 7),
+         "victim_hit": mean(run, ["XY"], 7.25, 8.0),
+         "first_low_s": first_low,
+         "low_duration_s": first_default - first_low,
+         "xy_done_s": done,
+         "lows_while_victim_runs": float(sum(1 for t in lows if t < done)),
+         "C_S2_23_two_flows": counter_mean(run, "C_S2_23", 5.5, 7),
+         "W_S1_15_before": counter_mean(run, "W_S1_15", 3, 6.5),
+         "W_S1_15_hit": counter_mean(run, "W_S1_15", 7.25, 8),
+         "D_S1_15_before": counter_mean(run, "D_S1_15", 3, 6.5),
+         "D_S1_15_hit": counter_mean(run, "D_S1_15", 7.25, 8),
+         "D_S1_15_low": counter_mean(run, "D_S1_15", 10, first_default if scenario == 1 else first_low + 5),
+         "contributors_low": mean(run, CONTRIBUTORS, first_low + 2, first_default)}
+    if scenario == 1:
+        v["victim_recovered"] = mean(run, ["XY"], first_low + 1.5, done - 1)
+        v["victim_min_after_recovery"] = min(per_s(["XY"], first_low + 1.5, done - 1))
+        v["contributors_after_threshold"] = mean(run, CONTRIBUTORS, first_default + 2, first_default + 4)
+    else:
+        second = [t for t in lows if t > first_default]
+        second_low = second[0] if second else done
+        v["victim_recovered"] = mean(run, ["XY"], first_low + 1.5, first_default)
+        v["victim_second_drop"] = min(per_s(["XY"], first_default, second_low + 1))
+        v["second_low_after_default_s"] = second_low - first_default
+        v["victim_recovered_again"] = mean(run, ["XY"], second_low + 1.5, done - 1)
+    return v

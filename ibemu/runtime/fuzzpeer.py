@@ -1,0 +1,179 @@
+"""A hostile peer for a running wall-clock emulation (issue 8 item 6): it takes the
+place of a node that no worker runs (``run_wall(..., external=["X"])``, or an address
+map entry nobody binds), binds that node port's address, and sends random and mutated
+datagrams at the emulated port it is linked to -- garbage, bad shims, frames with bad
+CRCs, truncated, with a wrong PktLen or on a VL the link does not run, link packets with
+a bad LPCRC or length, well-formed packets to a LID nobody has, and well-formed packets
+with a P_Key the destination does not hold.  Every one must be dropped and counted by
+the emulation, which must go on unharmed::
+
+    python -m ibemu.runtime.fuzzpeer --bind 127.0.0.1:18605 --to 127.0.0.1:18604 \\
+        --dlid 2 --per-kind 50 --seed 1
+
+It waits for the emulation to start (the first flow-control packet from its peer
+port), sends ``--per-kind`` datagrams of every kind in a random order, ``--spacing``
+seconds apart, and prints what it sent as JSON: ``{"sent": {kind: n}, "expect":
+{where: n}}``, *where* being the counter each kind must land in (:data:`EXPECT`).
+The shim sequence numbers of its datagrams with a good shim are consecutive, so they do
+not show up as lost datagrams.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import sys
+import time
+from collections import Counter
+
+from ..wire import codec
+from ..wire import opcodes as OP
+from ..wire.crc import lpcrc, vcrc
+from ..wire.shim import KIND_LINK, KIND_PACKET, MAGIC, VERSION, pack_shim
+
+EXPECT = {
+    # not an ibemu datagram: the runtime's bad_datagrams
+    "short": "bad_datagrams", "magic": "bad_datagrams", "version": "bad_datagrams",
+    "kind": "bad_datagrams",
+    # link-layer errors at the receiving port: PortRcvErrors
+    "vcrc": "PortRcvErrors", "truncated": "PortRcvErrors", "pktlen": "PortRcvErrors",
+    "vl": "PortRcvErrors", "tiny": "PortRcvErrors", "link_len": "PortRcvErrors",
+    "link_crc": "PortRcvErrors",
+    # well-formed, but to a LID the switch cannot route: PortRcvSwitchRelayErrors
+    "unroutable": "PortRcvSwitchRelayErrors",
+    # well-formed, routed, but a P_Key the destination HCA does not hold
+    "pkey": "PortRcvConstraintErrors@dlid",
+}
+KINDS = tuple(EXPECT)
+
+
+def _frame(rng, dlid: int, slid: int, pkey: int = 0xFFFF, vl: int = 0) -> bytearray:
+    return codec.build(dlid=dlid, slid=slid, opcode=OP.RC_SEND_ONLY, destqp=rng.randrange(2, 1 << 24),
+                       psn=rng.randrange(1 << 24), pkey=pkey, vl=vl,
+                       payload=bytes(rng.randrange(256) for _ in range(rng.choice((4, 64, 256)))))
+
+
+def _fix_vcrc(f: bytearray) -> bytearray:
+    f[-2:] = vcrc(bytes(f[:-2])).to_bytes(2, "little")
+    return f
+
+
+def make(rng: random.Random, kind: str, seq: int, *, dlid: int, slid: int,
+         bad_vl: int = 14, bad_pkey: int = 0x1234, nolid: int = 0xBEEF) -> bytes:
+    """One datagram of *kind* (see :data:`EXPECT`), shim sequence number *seq*."""
+    shim = pack_shim(KIND_PACKET, seq, 0)
+    if kind == "short":
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(16)))
+    if kind == "magic":
+        body = bytearray(rng.randrange(256) for _ in range(rng.randrange(16, 200)))
+        body[0] = rng.choice([b for b in range(256) if b != MAGIC[0]])
+        return bytes(body)
+    if kind == "version":
+        return MAGIC + bytes([rng.choice([v for v in range(256) if v != VERSION]), 0]) + shim[4:] + \
+            bytes(_frame(rng, dlid, slid))
+    if kind == "kind":
+        return MAGIC + bytes([VERSION, rng.randrange(KIND_LINK + 1, 256)]) + shim[4:] + \
+            bytes(_frame(rng, dlid, slid))
+    if kind in ("link_len", "link_crc"):
+        head = bytes(rng.randrange(256) for _ in range(4))
+        crc = lpcrc(head)
+        if kind == "link_len":
+            body = (head + crc.to_bytes(2, "little"))[:rng.choice((0, 1, 3, 5))] if rng.random() < 0.5 \
+                else head + crc.to_bytes(2, "little") + bytes(rng.randrange(1, 40))
+        else:
+            body = head + ((crc ^ (1 << rng.randrange(16))).to_bytes(2, "little"))
+        return pack_shim(KIND_LINK, seq, 0) + body
+    f = _frame(rng, dlid, slid)
+    if kind == "vcrc":
+        f[-1 - rng.randrange(2)] ^= 1 << rng.randrange(8)
+    elif kind == "truncated":
+        f = _fix_vcrc(f[:rng.randrange(26, len(f) - 1)])
+    elif kind == "pktlen":
+        words = ((f[4] & 7) << 8) | f[5]
+        words = (words + rng.choice((-3, -2, -1, 1, 2, 50))) & 0x7FF
+        f[4] = (f[4] & 0xF8) | (words >> 8)
+        f[5] = words & 0xFF
+        f = _fix_vcrc(f)
+    elif kind == "vl":
+        f = _frame(rng, dlid, slid, vl=bad_vl)
+    elif kind == "tiny":
+        f = _fix_vcrc(bytearray(rng.randrange(256) for _ in range(rng.randrange(2, 26))))
+    elif kind == "unroutable":
+        f = codec.build(dlid=nolid, slid=slid, opcode=OP.RC_SEND_ONLY, destqp=5, payload=bytes(8))
+    elif kind == "pkey":
+        f = _frame(rng, dlid, slid, pkey=bad_pkey)
+    else:
+        raise ValueError("unknown kind %r" % kind)
+    return shim + bytes(f)
+
+
+def _addr(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+def run(bind, to, *, dlid: int, slid: int, per_kind: int = 20, seed: int = 1, spacing: float = 0.002,
+        wait: float = 30.0, kinds=KINDS, bad_vl: int = 14) -> dict:
+    """Send the datagrams (see the module text); return what was sent and where it must
+    be counted.  Raises TimeoutError when the emulation does not start within *wait* s."""
+    rng = random.Random(seed)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.bind(tuple(bind))
+        sock.settimeout(wait)
+        try:
+            sock.recvfrom(65536)                # the peer port's first flow-control packet
+        except socket.timeout:
+            raise TimeoutError("no datagram from %s:%d within %.0f s" % (*to, wait)) from None
+        sock.setblocking(False)
+        plan = [k for k in kinds for _ in range(per_kind)]
+        rng.shuffle(plan)
+        sent = Counter()
+        seq = 0
+        for kind in plan:
+            good_shim = EXPECT[kind] != "bad_datagrams"      # the others never reach the seq check
+            if good_shim:
+                seq += 1
+            sock.sendto(make(rng, kind, seq if good_shim else seq + 1, dlid=dlid, slid=slid, bad_vl=bad_vl),
+                        tuple(to))
+            sent[kind] += 1
+            try:                                # keep the socket's queue short
+                while True:
+                    sock.recvfrom(65536)
+            except BlockingIOError:
+                pass
+            time.sleep(spacing)
+    finally:
+        sock.close()
+    expect = Counter()
+    for kind, n in sent.items():
+        expect[EXPECT[kind]] += n
+    return {"sent": dict(sent), "expect": dict(expect)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ibemu.runtime.fuzzpeer", description=__doc__.split("\n\n")[0])
+    p.add_argument("--bind", required=True, help="HOST:PORT of the node port impersonated")
+    p.add_argument("--to", required=True, help="HOST:PORT of the emulated port it is linked to")
+    p.add_argument("--dlid", type=int, required=True, help="an HCA's LID (for the P_Key kind)")
+    p.add_argument("--slid", type=int, default=0x7F)
+    p.add_argument("--per-kind", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--spacing", type=float, default=0.002, help="seconds between datagrams")
+    p.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the emulation")
+    p.add_argument("--bad-vl", type=int, default=14, help="a VL the link does not run")
+    args = p.parse_args(argv)
+    try:
+        out = run(_addr(args.bind), _addr(args.to), dlid=args.dlid, slid=args.slid,
+                  per_kind=args.per_kind, seed=args.seed, spacing=args.spacing, wait=args.wait,
+                  bad_vl=args.bad_vl)
+    except TimeoutError as e:
+        print("fuzzpeer: %s" % e, file=sys.stderr)
+        return 1
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
