@@ -12,6 +12,9 @@ runtime's workers -- can be merged and compared the same way.
 :func:`credit_leaks` looks at a quiet fabric: on every directed link and data VL the
 sender's FCTBS equals the receiver's ABR, the receiver's buffer is empty, and the sender
 holds the whole buffer as credit; no switch queue or HCA response is left.
+:func:`credit_state` and :func:`credit_problems` split that check in two, so that each
+worker of the trio runtime reports the ends of links it runs and the controller checks
+the merged reports.
 """
 from __future__ import annotations
 
@@ -112,26 +115,59 @@ def verify(record: dict, ud_flows=(), complete: bool = True) -> list[str]:
 
 def credit_leaks(fabric) -> list[str]:
     """Credit and buffer state that is not back to idle (see the module docstring)."""
-    problems = []
+    return credit_problems([credit_state(fabric)])
+
+
+def credit_state(fabric, names=None) -> dict:
+    """The credit and queue state of the nodes *names* (default: all), JSON-ready, for
+    :func:`credit_problems`: a process of the trio runtime reports the ends of links it
+    runs, and the controller merges the reports of all of them."""
+    here = set(fabric.nodes) if names is None else set(names)
+    links = {}
     for label, (a, pa, b, pb) in sorted(fabric.link_ends.items()):
-        tx_port = fabric.nodes[a].ports[pa]
-        rx_port = fabric.nodes[b].ports[pb]
-        for vl, (tx, rx) in enumerate(zip(tx_port.tx, rx_port.rx)):
-            where = "%s VL%d" % (label, vl)
-            if rx.used:
-                problems.append("%s: %d blocks still held in the receive buffer" % (where, rx.used))
-            if tx.fctbs != rx.abr:
-                problems.append("%s: FCTBS %d != ABR %d" % (where, tx.fctbs, rx.abr))
-            if tx.available() != rx.capacity:
-                problems.append("%s: sender has %d of %d blocks of credit (FCCL %d, FCTBS %d)"
-                                % (where, tx.available(), rx.capacity, tx.fccl, tx.fctbs))
-    for name, node in sorted(fabric.nodes.items()):
+        entry = {}
+        if a in here:
+            entry["tx"] = [[tx.fctbs, tx.available(), tx.fccl] for tx in fabric.nodes[a].ports[pa].tx]
+        if b in here:
+            entry["rx"] = [[rx.abr, rx.used, rx.capacity] for rx in fabric.nodes[b].ports[pb].rx]
+        if entry:
+            links[label] = entry
+    nodes = {}
+    for name in sorted(here):
+        node = fabric.nodes[name]
         queued = getattr(node, "queued", None)
-        if queued and any(queued.values()):
-            problems.append("%s: %d packets still queued" % (name, sum(queued.values())))
         ctrl = getattr(node, "ctrl", None)
+        nodes[name] = [sum(queued.values()) if queued else 0, len(ctrl) if ctrl else 0]
+    return {"links": links, "nodes": nodes}
+
+
+def credit_problems(states) -> list[str]:
+    """Problems in the merged :func:`credit_state` reports *states* (a link is checked
+    when both its ends were reported)."""
+    links: dict = {}
+    nodes: dict = {}
+    for st in states:
+        for label, entry in st["links"].items():
+            links.setdefault(label, {}).update(entry)
+        nodes.update(st["nodes"])
+    problems = []
+    for label, entry in sorted(links.items()):
+        if "tx" not in entry or "rx" not in entry:
+            continue
+        for vl, ((fctbs, available, fccl), (abr, used, capacity)) in enumerate(zip(entry["tx"], entry["rx"])):
+            where = "%s VL%d" % (label, vl)
+            if used:
+                problems.append("%s: %d blocks still held in the receive buffer" % (where, used))
+            if fctbs != abr:
+                problems.append("%s: FCTBS %d != ABR %d" % (where, fctbs, abr))
+            if available != capacity:
+                problems.append("%s: sender has %d of %d blocks of credit (FCCL %d, FCTBS %d)"
+                                % (where, available, capacity, fccl, fctbs))
+    for name, (queued, ctrl) in sorted(nodes.items()):
+        if queued:
+            problems.append("%s: %d packets still queued" % (name, queued))
         if ctrl:
-            problems.append("%s: %d responses not sent" % (name, len(ctrl)))
+            problems.append("%s: %d responses not sent" % (name, ctrl))
     return problems
 
 

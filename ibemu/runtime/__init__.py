@@ -11,6 +11,7 @@ The only package of ibemu that imports trio and socket.
 - :mod:`.controller` ``ibemu run --clock wall``: start, watch, stop, merge
 - :mod:`.merge`      merging the workers' series and captures
 - :mod:`.commands`   ``ibemu run --clock wall``, ``ibemu node``, ``ibemu fidelity``
+- :mod:`.fuzzpeer`   a hostile peer: random and mutated datagrams at a running emulation
 """
 
 DEFAULT_DILATION = 200

@@ -216,6 +216,9 @@ def _print_node_summary(scn, names, data) -> None:
     print("%s: %d datagrams sent, %d received, %d lost; %s" % (
         ",".join(names), rt["datagrams_sent"], rt["datagrams_received"], rt["datagrams_lost"],
         "completed" if data["completed"] else "stopped early"))
+    if rt.get("strangers") or rt.get("bad_datagrams"):
+        print("%d datagrams from addresses that are not the port's peer and %d malformed ones dropped"
+              % (rt.get("strangers", 0), rt.get("bad_datagrams", 0)))
 
 
 # ---------------------------------------------------------------- ibemu fidelity

@@ -38,12 +38,12 @@ from pathlib import Path
 
 from ..build import build_fabric
 from ..errors import UserError
+from ..fabric.integrity import credit_problems, merge_records
 from ..results import Progress, write_outputs
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 from .addrmap import assign, port_keys, write_map
 from .loop import OVERLOAD
-from ..fabric.integrity import credit_problems, merge_records
 from .merge import merge_captures, merge_metrics, read_part
 from .mgmt import SOCKET_NAME, Endpoint
 from .partition import partition

@@ -66,6 +66,7 @@ from heapq import heappop, heappush
 import trio
 
 from ..config import PS_PER_S
+from ..fabric.faults import DuplicateFilter
 from ..wire.shim import KIND_LINK, MAGIC, SHIM_LEN, VERSION
 from .sockets import open_port_socket, resolve
 
@@ -75,6 +76,11 @@ SPIN = 0.002
 """Poll instead of sleeping when the next event is this close (wall seconds); 0: never."""
 POLL_MASK = 1
 """During a step, the sockets linked to other processes are polled every 2 events."""
+DUP_WINDOW = 4096
+"""Sequence numbers a faulty link's duplicate filter remembers here.  A duplicate is sent
+right after its original on the same socket, so it arrives right after it; the virtual
+clock's window (65,536, for copies held back by reordering) would cost a worker about
+8 MB per faulty link it receives on."""
 OVERLOAD = 0.05
 """A loop this far (wall seconds) behind the clock is *overloaded*: the dilation is too
 small for the machine.  Reported, and the worker gives up real-time priority."""
@@ -198,6 +204,8 @@ class NodeLoop:
                 if faults:
                     ps.inj = faults.get((node, port))
                     ps.rx_inj = faults.get((peer, pport))
+                    if ps.rx_inj is not None:
+                        ps.rx_inj.filter = DuplicateFilter(window=DUP_WINDOW)
                 self.ports[node][port] = ps
                 self.sockets.append(ps)
         except BaseException:
@@ -418,8 +426,8 @@ class NodeLoop:
                 n, src = sock.recvfrom_into(buf)
             except BlockingIOError:
                 break
-            except OSError:
-                continue                        # e.g. an ICMP error from an earlier send
+            except ConnectionRefusedError:
+                continue                        # an ICMP error from an earlier send
             if src != peer:
                 ps.strangers += 1               # not from the peer port: dropped, counted
                 continue

@@ -60,15 +60,12 @@ def resolve(addr) -> tuple[str, int]:
     address map may name hosts)."""
     host, port = addr
     try:
-        socket.inet_aton(host)
-        if host.count(".") == 3:
-            return host, int(port)
-    except OSError:
-        pass
-    try:
-        return socket.gethostbyname(host), int(port)
+        ip = socket.gethostbyname(host)         # numeric addresses are not looked up
     except OSError as e:
         raise UserError("cannot resolve host %r of the address map: %s" % (host, e.strerror or e)) from None
+    if ip == "0.0.0.0":                         # bound to every address: on one host it
+        ip = "127.0.0.1"                        # sends to us from the loopback address
+    return ip, int(port)
 
 
 def open_port_socket(addr, peer=None, rcvbuf: int | None = None):
