@@ -88,6 +88,9 @@ class HCAParams:
     # fabrics, so it never fires spuriously; retry count 7 (the 3-bit field's maximum)
     ack_timeout: int = 4_096 * PS_PER_NS * 2 ** 8
     retry_cnt: int = 7
+    # send-queue depth: the most packets an RC requester keeps unacknowledged (a real
+    # HCA's send queue bounds them; without a window and under loss they would pile up)
+    max_outstanding: int = 4096
     pkeys: list[int] | None = None          # the port's P_Key table; None: [0xFFFF] (default partition)
     data_vls: int = 1
     vlarb: VLArbTable = field(default_factory=VLArbTable)

@@ -196,7 +196,8 @@ def apply_overrides(raw: dict, overrides, label: str = "<overrides>", _ctx=None)
 LINK_KEYS = ("rate", "propagation", "fc_period")
 SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "data_vls", "sl2vl", "vlarb",
                "enforce_pkeys", "pkeys")
-HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb", "ack_timeout", "retry_cnt", "pkeys")
+HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb", "ack_timeout", "retry_cnt", "max_outstanding",
+            "pkeys")
 MTUS = (256, 512, 1024, 2048, 4096)
 DATA_VLS = (1, 2, 4, 8, 15)      # IBA VLCap: VL0, VL0-1, VL0-3, VL0-7, VL0-14
 
@@ -360,6 +361,8 @@ def _hca_params(ctx, items) -> HCAParams:
             raise ctx.err(path, "must be positive")
     if "retry_cnt" in items:                     # IBA Retry Count: a 3-bit field
         p.retry_cnt = _int(ctx, items["retry_cnt"][1], items["retry_cnt"][0], 0, 7)
+    if "max_outstanding" in items:               # send-queue depth, packets
+        p.max_outstanding = _int(ctx, items["max_outstanding"][1], items["max_outstanding"][0], 1, 1 << 22)
     if "pkeys" in items:
         p.pkeys = _pkeys(ctx, items["pkeys"][1], items["pkeys"][0])
     p.data_vls = _data_vls(ctx, items)

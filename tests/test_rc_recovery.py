@@ -241,3 +241,19 @@ def test_recovery_across_the_psn_wrap():
     assert snd.psn < start and snd.una == snd.psn                  # wrapped, all acknowledged
     assert sum(n.counters.get("go_back_n", 0) for n in fab.nodes.values()) > 0
     assert_no_credit_leak(fab)
+
+
+def test_send_queue_depth_bounds_unacknowledged_packets():
+    """A greedy RC flow without a window stops at max_outstanding unacknowledged packets
+    (and asks for an ACK there), instead of keeping copies without bound."""
+    flow = FlowSpec("f", "a", "b", message_size=4096)           # two packets a message
+    a, b, snd, rcv, _, _ = pair(flow, a_params=HCAParams(max_outstanding=7, ack_timeout=TIMEOUT))
+    credit(a, 0)
+    run(a, 40 * PS_PER_US)
+    sent = [codec.parse(f) for f, _ in data(take(a))]
+    assert len(sent) == 7 and snd.outs == 7 and len(snd._unacked) == 7
+    assert sent[-1].ackreq == 1                                 # the full queue asks for an ACK
+    assert sent[2].ackreq == 0                                  # a FIRST packet, queue not full
+    a.receive(1, ack_frame(snd, 3), False, 41 * PS_PER_US)     # four acknowledged: four more go
+    run(a, 80 * PS_PER_US)
+    assert len(data(take(a))) == 4 and snd.outs == 7

@@ -200,6 +200,7 @@ class RCRequester(SenderBase):
         params = hca.params
         self.timeout = getattr(params, "ack_timeout", 0) or 0     # ps; 0: no timer
         self.retry_cnt = getattr(params, "retry_cnt", 7)
+        self.max_outstanding = getattr(params, "max_outstanding", 4096)
         self.retries_left = self.retry_cnt
         self.retransmitted = 0
         self.timeouts = 0
@@ -219,7 +220,8 @@ class RCRequester(SenderBase):
             self._prune_redo()
             if self._redo:
                 return self._paced(now)
-        if not self.window_open() or (self.op == "read" and self.reads_out >= self.max_reads):
+        if (not self.window_open() or self.outs >= self.max_outstanding
+                or (self.op == "read" and self.reads_out >= self.max_reads)):
             return False, None
         if self.msg_left == 0:
             ok, t = self.gen.next_message(now)
@@ -280,7 +282,8 @@ class RCRequester(SenderBase):
             self.psn = (self.psn + 1) % PSN_MOD
             self.outs += 1
             self.msg_left -= n
-            ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)) else 0
+            ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)
+                           or self.outs >= self.max_outstanding) else 0
             self.hca.recorder.flow_tx(self.name, now, n)
         frame = self._build(opcode, psn, ackreq=ackreq, payload=payload, ext=ext)
         self._unacked.append((psn, npk, bytes(frame), n, self.msg_no))
