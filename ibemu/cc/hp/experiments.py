@@ -1,0 +1,86 @@
+"""Experiments of seed 003 §5–6 on the Figure 1 scenario with the HP scheme: scenario
+builders and measurements shared by :mod:`.reproduce` and the tests.
+
+``fig1(...)`` expands the ``santos_fig1`` template (:mod:`ibemu.topologies`) and adds the
+``[cc]`` table and, for §6.3.2, a mixture of static and ON/OFF flows.  ``measure(...)``
+runs a scenario on the virtual-time engine and returns the fractions of link rate the
+figures plot: root and inter-switch utilisation (data), each group's aggregate rate,
+remote/local ratio and Jain's index among local and remote flows.
+"""
+from __future__ import annotations
+
+from ...config import PS_PER_MS
+from ...scenario import scenario_from_dict
+from ...topologies import expand_template
+
+
+def fig1(L=10, R=10, buffer_packets=4, duration_ms=20.0, victim="all", hp=None, window=None,
+         dynamic=None, mean_on_us=None, seed=1, name="hp"):
+    """The Figure 1 scenario as a :class:`~ibemu.config.Scenario`.
+
+    *victim*: (start_ms, stop_ms), "all" (the whole run) or None.  *hp*: the ``[cc.hp]``
+    table (None: no congestion control).  *window*: a static window for every flow (the
+    window-only comparison).  *dynamic*: None, "half" (the first half of the local and of
+    the remote flows ON/OFF, groups "static"/"dynamic", Figure 8(a)) or "all" (every
+    local and remote flow ON/OFF, Figure 8(b)); mean OFF = mean ON = *mean_on_us*.
+    """
+    params = {"L": L, "R": R, "buffer_packets": buffer_packets, "duration": "%gms" % duration_ms}
+    if victim is None:
+        params["victim"] = False
+    elif victim == "all":
+        params["victim_start"], params["victim_stop"] = "0ms", "%gms" % duration_ms
+    else:
+        params["victim_start"], params["victim_stop"] = "%gms" % victim[0], "%gms" % victim[1]
+    if window is not None:
+        params["window"] = window
+    gen, _, _ = expand_template("santos_fig1", params)
+    gen["scenario"].update(name=name, seed=seed)
+    if dynamic:
+        on = "%gus" % mean_on_us
+        for f in gen["flow"]:
+            if f["group"] not in ("local", "remote"):
+                continue
+            idx = int(f["name"][len(f["group"]):])
+            half = (L if f["group"] == "local" else R) // 2
+            if dynamic == "all" or idx <= half:
+                f.update(pattern="onoff", mean_on=on, mean_off=on)
+                if dynamic == "half":
+                    f["group"] = "dynamic"
+            elif dynamic == "half":
+                f["group"] = "static"
+        gen["output"]["plot_groups"] = ["static", "dynamic", "victim"] if dynamic == "half" else \
+            gen["output"]["plot_groups"]
+    if hp is not None:
+        gen["cc"] = {"scheme": "hp", "hp": dict(hp)}
+    return scenario_from_dict(gen, label=name)
+
+
+def measure(scn, t_from_ms, t_to_ms, out_dir=None, extra_windows=None) -> dict:
+    """Run *scn* and return its figures over [t_from_ms, t_to_ms] (fractions of link
+    rate); *extra_windows* {prefix: (from_ms, to_ms)} adds the same figures over other
+    windows of the same run, as "prefix:metric"."""
+    from ...run import run_virtual
+    w = (int(t_from_ms * PS_PER_MS), int(t_to_ms * PS_PER_MS))
+    r = run_virtual(scn, out_dir=out_dir, progress=False, window=w)
+    m = _figures(r.summary)
+    for prefix, (a, b) in (extra_windows or {}).items():
+        for k, v in _figures(r.metrics.summary(int(a * PS_PER_MS), int(b * PS_PER_MS))).items():
+            m[prefix + ":" + k] = v
+    m["marked"] = sum(c.get("hp_marked", 0) for c in r.counters.values())
+    m["wall_s"] = r.wall_seconds
+    return m
+
+
+def _figures(s) -> dict:
+    m = {"root": s["links"]["root"]["window"]["data_utilization"],
+         "inter": s["links"]["inter"]["window"]["data_utilization"]}
+    for g, d in s["groups"].items():
+        m[g] = d["window"]["normalized"]
+    for f, d in s["flows"].items():
+        if d.get("window"):
+            m["flow:" + f] = d["window"]["normalized"]
+    if "local" in m and "remote" in m:
+        m["remote/local"] = m["remote"] / m["local"] if m["local"] else float("inf")
+        tp = [f["window"]["throughput"] for f in s["flows"].values() if f["group"] in ("local", "remote")]
+        m["jain"] = (sum(tp) ** 2 / (len(tp) * sum(x * x for x in tp))) if any(tp) else 1.0
+    return m

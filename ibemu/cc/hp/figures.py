@@ -1,0 +1,342 @@
+"""The runners of the HP reproductions (:mod:`.reproduce`): seed 003 Figures 4–8, the
+comparison on Figures 2–3's scenario, and the non-compliant CA scenario.
+
+Each ``run_*(out_dir, full)`` runs a CI-sized version by default (shorter runs, fewer
+points, a few seconds to ~30 s) or the paper's sweep with *full*, and returns its
+measurements as {metric: value}; plots and the values (JSON) go to *out_dir*.  Only the
+paper's words appear here (plot titles); the accepted ranges live in :mod:`.reproduce`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .experiments import fig1, measure
+from .functions import RateTable, make_function
+
+PACKET_US = 2048 / 1e3          # seed 003 Fig. 6 example: 2048-byte packets on 1 GB/s links
+
+
+def _figure(w=6.4, h=4.0):
+    from matplotlib.figure import Figure
+    return Figure(figsize=(w, h), tight_layout=True)
+
+
+def _save(out_dir, name, fig=None, data=None):
+    if out_dir is None:
+        return
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if fig is not None:
+        fig.savefig(out / (name + ".png"), dpi=110)
+    if data is not None:
+        (out / (name + ".json")).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def _bars(out_dir, name, title, rows, keys, paper_note=""):
+    """A grouped bar chart: one group per row label, one bar per key."""
+    if out_dir is None:
+        return
+    labels = list(rows)
+    fig = _figure(max(7.5, 1.0 * len(labels)), 4.6)
+    ax = fig.add_subplot()
+    width = 0.8 / len(keys)
+    for j, k in enumerate(keys):
+        ax.bar([i + j * width for i in range(len(labels))], [rows[l].get(k, 0) for l in labels], width, label=k)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))], labels, fontsize=8,
+                  rotation=25 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("fraction of link rate (Jain: index)")
+    ax.set_title(title + ("\n" + paper_note if paper_note else ""), fontsize=9)
+    ax.legend(fontsize=7, ncol=len(keys))
+    _save(out_dir, name, fig)
+
+
+# ---------------------------------------------------------------- Figure 4
+FIG4_POLICIES = {"naive": {"marking": "naive"}, "input": {"marking": "input"},
+                 "in-out-4": {"marking": "input-output", "output_threshold": 4},
+                 "in-out-8": {"marking": "input-output", "output_threshold": 8}}
+
+
+def run_fig4(out_dir, full):
+    """L=10, R=10, buffer 4, LIPD; each marking policy.  CI: 20 ms (victim 8–12 ms,
+    rates over 4–20 ms); full: 100 ms (victim 40–60 ms, rates over 20–100 ms)."""
+    d = 100.0 if full else 20.0
+    vic = (0.4 * d, 0.6 * d)
+    values, rows = {}, {}
+    for name, hp in FIG4_POLICIES.items():
+        scn = fig1(10, 10, 4, d, victim=vic, hp={"response": "lipd", **hp}, name="fig4-" + name)
+        m = measure(scn, 0.2 * d, d, extra_windows={"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
+        rows[name] = {"root": m["root"], "local": m["local"], "remote": m["remote"], "victim": m["v:victim"]}
+        values[name + ":root"] = m["root"]
+        values[name + ":local share"] = m["local"] / m["root"] if m["root"] else 0.0
+        values[name + ":remote/local"] = m["remote/local"]
+        values[name + ":victim"] = m["v:victim"]
+        values[name + ":inter (victim on)"] = m["v:inter"]
+    values["input - naive: remote/local"] = values["input:remote/local"] - values["naive:remote/local"]
+    values["in-out-8 - input: remote/local"] = values["in-out-8:remote/local"] - values["input:remote/local"]
+    _bars(out_dir, "fig4", "Fig. 4: marking policies (L=R=10, buffer 4, LIPD)", rows,
+          ["root", "local", "remote", "victim"],
+          "paper: naive local ≈ 90 % of root; input fairer; in-out-4 root under-used; in-out-8 local ≈ remote")
+    _save(out_dir, "fig4", data=values)
+    return values
+
+
+# ---------------------------------------------------------------- Figure 6
+def run_fig6(out_dir, full):
+    """Recovery from Rmin to Rmax (Rmin = Rmax/256) by our increase functions, unmarked
+    ACK after unmarked ACK (continuous: f_inc per ACK; discrete: the RPI tables), with
+    2048-byte packets on 1 GB/s links."""
+    values, curves = {}, {}
+    for name in ("fimd", "lipd", "aimd"):
+        fn = make_function(name, 256, 2.0)
+        r, t, ts, rs = fn.rmin, 0.0, [0.0], [fn.rmin]
+        while r < 1.0:
+            t += 1.0 / r
+            r = fn.inc(r)
+            ts.append(t * PACKET_US / 1e3)
+            rs.append(r)
+        curves[name] = (ts, rs)
+        values[name + ":continuous ms"] = t * PACKET_US / 1e3
+        values[name + ":discrete ms"] = RateTable(fn).recovery_time() * PACKET_US / 1e3
+        values[name + ":analytic ms"] = fn.recovery_time() * PACKET_US / 1e3
+    if out_dir is not None:
+        fig = _figure()
+        ax = fig.add_subplot()
+        for name, (ts, rs) in curves.items():
+            ax.plot(ts, rs, label="%s (ours: %.1f ms)" % (name.upper(), values[name + ":continuous ms"]))
+        ax.set_xscale("log")
+        ax.set_xlabel("time since the rate was Rmin (ms)")
+        ax.set_ylabel("rate limit / Rmax")
+        ax.set_title("Fig. 6: recovery Rmin→Rmax; paper: FIMD 4.2 ms, LIPD and AIMD 133.7 ms", fontsize=9)
+        ax.legend(fontsize=8)
+        _save(out_dir, "fig6", fig)
+    _save(out_dir, "fig6", data=values)
+    return values
+
+
+# ---------------------------------------------------------------- Figure 7
+def run_fig7(out_dir, full):
+    """Static flows (L=R=10, victim all the time), input-triggered marking, each response
+    function, discrete and continuous, against buffer size.  Full: buffers 2..16, 500 ms,
+    rates over the last 400 ms.  CI: LIPD and FIMD at buffer 4 for 20 ms (rates over the
+    last two thirds), and LIPD and AIMD at buffer 2 for 60 ms (AIMD's slow recovery needs
+    the longer run to show)."""
+    if full:
+        runs = [(fn, rates, b, 500.0) for fn in ("lipd", "fimd", "aimd") for rates in ("discrete", "continuous")
+                for b in (2, 4, 6, 8, 10, 12, 14, 16)]
+    else:
+        runs = [(fn, rates, 4, 20.0) for fn in ("lipd", "fimd") for rates in ("discrete", "continuous")]
+        runs += [("lipd", "discrete", 2, 60.0), ("aimd", "discrete", 2, 60.0)]
+    values, table = {}, {}
+    for fn, rates, b, d in runs:
+        scn = fig1(10, 10, b, d, victim="all", hp={"response": fn, "rates": rates},
+                   name="fig7-%s-%s-%d" % (fn, rates, b))
+        m = measure(scn, d / 5 if full else d / 3, d)
+        table[(fn, rates, b)] = m
+        for k in ("root", "inter", "victim"):
+            values["%s %s b%d:%s" % (fn, rates, b, k)] = m[k]
+    for fn in ("lipd", "fimd", "aimd"):
+        diffs = [abs(table[(fn, "discrete", b)][k] - table[(fn, "continuous", b)][k])
+                 for (f, r, b) in table if f == fn and r == "continuous" and (fn, "discrete", b) in table
+                 for k in ("root", "inter")]
+        if diffs:
+            values[fn + ":max |discrete-continuous|"] = max(diffs)
+    if ("lipd", "discrete", 2) in table and ("aimd", "discrete", 2) in table:
+        values["b2: lipd inter - aimd inter"] = (table[("lipd", "discrete", 2)]["inter"]
+                                                 - table[("aimd", "discrete", 2)]["inter"])
+    if out_dir is not None:
+        fig = _figure(9, 4)
+        for i, k in enumerate(("root", "inter")):
+            ax = fig.add_subplot(1, 2, i + 1)
+            for fn in ("lipd", "fimd", "aimd"):
+                for rates, ls in (("discrete", "-"), ("continuous", "--")):
+                    bs = sorted(b for (f, r, b) in table if f == fn and r == rates)
+                    if bs:
+                        ax.plot(bs, [table[(fn, rates, b)][k] for b in bs], ls, marker="o",
+                                label="%s %s" % (fn.upper(), rates))
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel("buffer size (packets)")
+            ax.set_ylabel("%s link utilization" % k)
+            ax.legend(fontsize=7)
+        fig.suptitle("Fig. 7: paper: LIPD ≈ 100 % root; AIMD inter-switch low at small buffers; "
+                     "discrete ≈ continuous", fontsize=9)
+        _save(out_dir, "fig7", fig)
+    _save(out_dir, "fig7", data=values)
+    return values
+
+
+# ---------------------------------------------------------------- Figure 5
+def run_fig5(out_dir, full):
+    """Input-output-triggered marking (LIPD, L=R=10, victim all the time): root
+    utilization and remote/local ratio against buffer size for each output threshold
+    ("none" = input-triggered only).  Full: buffers 2..16 × {none, 4, 6, 8, 16}, 500 ms
+    (rates over the last 400 ms); CI: buffers {2, 8, 12} × {none, 4, 8}, 20 ms."""
+    if full:
+        buffers, thresholds, d, t0 = (2, 4, 6, 8, 10, 12, 14, 16), (None, 4, 6, 8, 16), 500.0, 100.0
+    else:
+        buffers, thresholds, d, t0 = (2, 8, 12), (None, 4, 8), 20.0, 5.0
+    values, table = {}, {}
+    for thr in thresholds:
+        for b in buffers:
+            hp = {"response": "lipd"}
+            if thr:
+                hp.update(marking="input-output", output_threshold=thr)
+            m = measure(fig1(10, 10, b, d, victim="all", hp=hp, name="fig5-%s-%d" % (thr, b)), t0, d)
+            table[(thr, b)] = m
+            tag = "thr %s b%d" % (thr or "none", b)
+            values[tag + ":root"] = m["root"]
+            values[tag + ":remote/local"] = m["remote/local"]
+    if (None, 2) in table and (None, 8) in table:
+        values["none: remote/local b8 - b2"] = table[(None, 8)]["remote/local"] - table[(None, 2)]["remote/local"]
+    if (4, 8) in table and (4, 12) in table:
+        values["thr 4: |remote/local b12 - b8|"] = abs(table[(4, 12)]["remote/local"]
+                                                      - table[(4, 8)]["remote/local"])
+    if (4, 8) in table and (8, 8) in table:
+        values["b8: remote/local thr8 - thr4"] = table[(8, 8)]["remote/local"] - table[(4, 8)]["remote/local"]
+    if out_dir is not None:
+        fig = _figure(9, 4)
+        for i, k in enumerate(("root", "remote/local")):
+            ax = fig.add_subplot(1, 2, i + 1)
+            for thr in thresholds:
+                ax.plot(buffers, [table[(thr, b)][k] for b in buffers], marker="o",
+                        label="threshold %s" % (thr or "none"))
+            ax.set_xlabel("buffer size (packets)")
+            ax.set_ylabel("root utilization" if k == "root" else "remote / local rate")
+            ax.legend(fontsize=7)
+        fig.suptitle("Fig. 5: paper: root under-used at threshold 4 or buffers 2–4; >90 % at 6; remote/local "
+                     "rises with buffer (input-triggered), flat once output-triggered", fontsize=8)
+        _save(out_dir, "fig5", fig)
+    _save(out_dir, "fig5", data=values)
+    return values
+
+
+# ---------------------------------------------------------------- Figure 8
+def run_fig8a(out_dir, full):
+    """Half the local and remote flows ON/OFF (mean ON = mean OFF), LIPD, discrete:
+    aggregate rate of static and dynamic flows against mean ON time, with and without
+    persistent CC state.  Full: ON 0.01..30 ms, runs of max(500 ms, 20 ON/OFF cycles) as
+    the paper; CI: ON 10 µs, 20 ms."""
+    ons = (10, 30, 100, 300, 1000, 3000, 10000, 30000) if full else (10,)
+    values, table = {}, {}
+    for on in ons:
+        d = max(500.0, 40 * on / 1000) if full else 20.0
+        for pers in (False, True):
+            scn = fig1(10, 10, 4, d, victim="all", hp={"response": "lipd", "persistent": pers},
+                       dynamic="half", mean_on_us=on, name="fig8a-%g-%s" % (on, pers))
+            m = measure(scn, d / 5, d)
+            table[(on, pers)] = m
+            tag = "on %gus %s" % (on, "persistent" if pers else "reset")
+            values[tag + ":dynamic"] = m["dynamic"]
+            values[tag + ":static"] = m["static"]
+            values[tag + ":dynamic/static"] = m["dynamic"] / m["static"] if m["static"] else float("inf")
+    if out_dir is not None:
+        fig = _figure()
+        ax = fig.add_subplot()
+        xs = [on / 1000 for on in ons]
+        for pers, ls in ((False, "-"), (True, "--")):
+            for g in ("dynamic", "static"):
+                ax.plot(xs, [table[(on, pers)][g] for on in ons], ls, marker="o",
+                        label="%s flows%s" % (g, " (persistent state)" if pers else ""))
+        ax.set_xscale("log")
+        ax.set_xlabel("mean ON time (ms)")
+        ax.set_ylabel("aggregate rate / link rate")
+        ax.set_title("Fig. 8(a): paper: without persistence dynamic flows starve static ones at short ON "
+                     "times; with it they share", fontsize=8)
+        ax.legend(fontsize=7)
+        _save(out_dir, "fig8a", fig)
+    _save(out_dir, "fig8a", data=values)
+    return values
+
+
+def run_fig8b(out_dir, full):
+    """All flows but the victim ON/OFF, persistent state, discrete rates: root and
+    inter-switch utilization against mean ON time for FIMD, LIPD and AIMD.  Full: ON
+    0.01..30 ms, runs of max(500 ms, 20 ON/OFF cycles); CI: ON 10 µs (20 ms) and 0.5 ms
+    (30 ms)."""
+    ons = (10, 30, 100, 300, 500, 1000, 3000, 10000, 30000) if full else (10, 500)
+    values, table = {}, {}
+    for on in ons:
+        d = max(500.0, 40 * on / 1000) if full else (20.0 if on < 100 else 30.0)
+        for fn in ("fimd", "lipd", "aimd"):
+            scn = fig1(10, 10, 4, d, victim="all", hp={"response": fn, "persistent": True},
+                       dynamic="all", mean_on_us=on, name="fig8b-%g-%s" % (on, fn))
+            m = measure(scn, d / 5, d)
+            table[(on, fn)] = m
+            values["on %gus %s:root" % (on, fn)] = m["root"]
+            values["on %gus %s:inter" % (on, fn)] = m["inter"]
+        best = max(table[(on, f)]["root"] for f in ("fimd", "lipd"))
+        values["on %gus:aimd below best" % on] = best - table[(on, "aimd")]["root"]
+        values["on %gus:fimd - lipd" % on] = table[(on, "fimd")]["root"] - table[(on, "lipd")]["root"]
+        values["on %gus:lipd - fimd" % on] = -values["on %gus:fimd - lipd" % on]
+    if out_dir is not None:
+        fig = _figure(9, 4)
+        xs = [on / 1000 for on in ons]
+        for i, k in enumerate(("root", "inter")):
+            ax = fig.add_subplot(1, 2, i + 1)
+            for fn in ("fimd", "lipd", "aimd"):
+                ax.plot(xs, [table[(on, fn)][k] for on in ons], marker="o", label=fn.upper())
+            ax.set_xscale("log")
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel("mean ON time (ms)")
+            ax.set_ylabel("%s link utilization" % k)
+            ax.legend(fontsize=7)
+        fig.suptitle("Fig. 8(b): paper: FIMD best for ON ≈ 0.2–2 ms, LIPD at the extremes, AIMD ≈ 10 % lower",
+                     fontsize=8)
+        _save(out_dir, "fig8b", fig)
+    _save(out_dir, "fig8b", data=values)
+    return values
+
+
+# ---------------------------------------------------------------- the comparison
+COMPARE = {"no control": {}, "window 1": {"window": 1},
+           "HP FIMD": {"hp": {"response": "fimd"}}, "HP LIPD": {"hp": {"response": "lipd"}},
+           "HP AIMD": {"hp": {"response": "aimd"}}}
+
+
+def run_compare(out_dir, full):
+    """Seed 003 Figure 2's scenario (L=5, R=1, buffer 4, victim 40–60 % of the run) and
+    the same with R=5 (Figure 3's) under no control, a window of one packet, and the HP
+    scheme (input-triggered marking) with each response function: victim throughput
+    (victim on), root and inter-switch utilization, Jain's index among local and remote
+    flows (after the start-up).  Full: 100 ms; CI: 20 ms."""
+    d = 100.0 if full else 20.0
+    vic = (0.4 * d, 0.6 * d)
+    values, rows = {}, {}
+    for R in (1, 5):
+        for name, kw in COMPARE.items():
+            scn = fig1(5, R, 4, d, victim=vic, name="compare-R%d-%s" % (R, name.replace(" ", "_")), **kw)
+            m = measure(scn, 0.2 * d, d, extra_windows={"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
+            row = rows["R=%d %s" % (R, name)] = {"victim": m["v:victim"], "root": m["root"],
+                                                 "inter": m["v:inter"], "fairness": m["jain"]}
+            for k, v in row.items():
+                values["R=%d %s:%s" % (R, name, k)] = v
+    if out_dir is not None:
+        _bars(out_dir, "compare", "Fig. 1 scenario, L=5, R=1 (Fig. 2) and R=5 (Fig. 3): victim, root, "
+              "inter-switch, Jain's index", rows, ["victim", "root", "inter", "fairness"])
+        lines = ["| scenario | control | victim | root | inter-switch | Jain (local+remote) |",
+                 "|---|---|---|---|---|---|"]
+        lines += ["| %s | %s | %.1f %% | %.1f %% | %.1f %% | %.3f |" % (
+            n.split(" ", 1)[0], n.split(" ", 1)[1], 100 * r["victim"], 100 * r["root"], 100 * r["inter"],
+            r["fairness"]) for n, r in rows.items()]
+        Path(out_dir, "compare.md").write_text("\n".join(lines) + "\n")
+    _save(out_dir, "compare", data=values)
+    return values
+
+
+# ---------------------------------------------------------------- non-compliant CAs
+def run_noncompliant(out_dir, full):
+    """scenarios/hp_noncompliant.toml: source L1 ignores notification; with and without
+    the subnet manager (seed 000 §6.2).  L1's share of the root over the last 3/4."""
+    from ...scenario import load_scenario
+    here = Path(__file__).resolve().parents[3] / "scenarios" / "hp_noncompliant.toml"
+    d = 40.0 if full else 20.0
+    values = {}
+    for tag, overrides in (("manager", []), ("no manager", ['cc.hp.manager=""'])):
+        scn = load_scenario(here, ['template.duration="%gms"' % d, 'template.victim_stop="%gms"' % d] + overrides)
+        m = measure(scn, d / 4, d)
+        values[tag + ":L1 share of root"] = m["flow:local1"] / m["root"]
+        values[tag + ":root"] = m["root"]
+        values[tag + ":victim"] = m["victim"]
+    _save(out_dir, "noncompliant", data=values)
+    return values

@@ -1,0 +1,143 @@
+"""The subnet manager that paces non-compliant CAs (seed 000 §2, §6.2), in band.
+
+Seed 000 §6.2: the subnet manager tells switches and compliant CAs the LIDs of the
+non-compliant CAs; a switch that marks a data packet destined to one (not already
+marked) sends a CN packet to the manager; a destination CA that receives a marked data
+packet from a non-compliant source sends a CN packet to the manager; on CNs for a flow
+the manager raises that flow's static IPD at its source CA.
+
+ibemu's wire form (a choice; the seed leaves it open): management datagrams are UD
+SEND_ONLY packets on VL15 to a dedicated QP (0xFF, beside the GSI on QP1, whose MADs
+keep their agent), with a DETH and an 8-byte payload:
+
+- CN to the manager: ``b"CN" + SLID + DLID`` (the marked packet's addresses, 2 bytes each)
+  + 2 pad bytes;
+- IPD set, manager to the source CA: ``b"IP" + DLID + IPD`` + 2 pad bytes.
+
+The manager's policy (the seed gives none): each CN raises the flow's static IPD by one
+(at most once per ``manager_period``/20, so a burst of marks counts once), and every
+``manager_period`` a flow that drew no CN has it lowered by one, so a source that
+stops congesting gets its rate back.  Sources apply the IPD to every QP towards DLID.
+"""
+from __future__ import annotations
+
+from ...fabric.hca import HCA
+from ...fabric.node import VL15
+from ...fabric.switch import Switch
+from ...wire import opcodes as OP
+from ...wire.codec import build
+
+HP_QPN = 0xFF                 # below the data QPNs (0x101 up); QP0/QP1 stay the SMI/GSI
+Q_KEY = 0x80010000
+
+
+def _mad(dlid: int, slid: int, payload: bytes):
+    return build(dlid=dlid, slid=slid, opcode=OP.UD_SEND_ONLY, destqp=HP_QPN, vl=VL15,
+                 payload=payload, ext={"DETH": {"q_key": Q_KEY, "src_qp": HP_QPN}})
+
+
+def _payload(frame) -> bytes:
+    return bytes(frame[28:36])          # LRH 8 + BTH 12 + DETH 8
+
+
+class Agent:
+    """The HP management QP of a CA: takes IPD settings (sources) or CNs (the manager)."""
+
+    def __init__(self, hca, manager=None):
+        self.hca = hca
+        self.name = "hp-mgmt"
+        self.manager = manager
+
+    def on_packet(self, now: int, frame):
+        p = _payload(frame)
+        if p[:2] == b"CN" and self.manager is not None:
+            self.manager.on_cn(now, int.from_bytes(p[2:4], "big"), int.from_bytes(p[4:6], "big"))
+        elif p[:2] == b"IP":
+            dlid, ipd = int.from_bytes(p[2:4], "big"), p[4]
+            for qp in self.hca.senders:
+                if qp.dlid == dlid:
+                    qp.ipd = ipd
+            self.hca.count("hp_ipd_set")
+        return None
+
+
+class SubnetManager:
+    """Runs on the HCA named by ``manager``; see the module docstring."""
+
+    def __init__(self, fabric, spec):
+        self.spec = spec
+        self.hca: HCA = fabric.nodes[spec.manager]
+        self.lid = self.hca.lid
+        hcas = {n: x for n, x in fabric.nodes.items() if isinstance(x, HCA)}
+        self.nc_lids = {hcas[n].lid for n in spec.noncompliant_cas}
+        self.by_lid = {x.lid: x for x in hcas.values()}
+        self.ipd: dict = {}                 # (slid, dlid) -> static IPD set
+        self.last_cn: dict = {}             # (slid, dlid) -> time of the last CN
+        self.last_raise: dict = {}
+        self.period = spec.manager_period
+        self.holdoff = max(1, spec.manager_period // 20)
+        for x in hcas.values():
+            x.qps[HP_QPN] = Agent(x, self if x is self.hca else None)
+        self.fabric = fabric
+        # destination CAs: a marked data packet from a non-compliant source -> CN
+        for flow, (snd, rcv) in fabric.qps.items():
+            if snd.hca.lid in self.nc_lids and rcv.hca.name not in spec.noncompliant_cas:
+                self._watch(rcv)
+
+    def _watch(self, rcv) -> None:
+        inner = rcv.on_packet
+        hca = rcv.hca
+        mgr = self
+
+        def on_packet(now, frame):
+            if frame[12] & 0x80 and OP.is_data(frame[8]):
+                slid = (frame[6] << 8) | frame[7]
+                if slid in mgr.nc_lids:
+                    hca.count("hp_cn_to_manager")
+                    hca.ctrl.append((_mad(mgr.lid, hca.lid, b"CN" + frame[6:8] + frame[2:4] + b"\0\0"), VL15))
+            return inner(now, frame)
+        rcv.on_packet = on_packet
+
+    def switch_notifier(self):
+        """The marker's ``notify``: a switch marked *frame*; CN if its DLID is
+        non-compliant (the marker calls it only for packets not marked before)."""
+        nc, lid = self.nc_lids, self.lid
+
+        def notify(sw: Switch, frame, now: int) -> None:
+            dlid = (frame[2] << 8) | frame[3]
+            if dlid in nc:
+                sw.count("hp_cn_to_manager")
+                sw.inject(_mad(lid, 0, b"CN" + frame[6:8] + frame[2:4] + b"\0\0"), now)
+        return notify
+
+    def start(self) -> None:
+        self.hca.at(self.period, self._tick)
+
+    # ------------------------------------------------------------------ policy
+    def on_cn(self, now: int, slid: int, dlid: int) -> None:
+        key = (slid, dlid)
+        self.hca.count("hp_cn_received")
+        self.last_cn[key] = now
+        if now - self.last_raise.get(key, -self.holdoff) < self.holdoff:
+            return
+        self.last_raise[key] = now
+        ipd = min(self.ipd.get(key, 0) + 1, self.spec.levels - 1)
+        self._set(now, key, ipd)
+
+    def _tick(self, now: int) -> None:
+        for key, ipd in list(self.ipd.items()):
+            if ipd and now - self.last_cn.get(key, -self.period) >= self.period:
+                self._set(now, key, ipd - 1)
+        self.hca.at(now + self.period, self._tick)
+
+    def _set(self, now: int, key, ipd: int) -> None:
+        slid, dlid = key
+        self.ipd[key] = ipd
+        self.hca.recorder.trace("SIPD", "%d->%d" % key, now, ipd)
+        self.hca.recorder.event(now, self.hca.name, "static IPD of LID %d -> %d set to %d" % (slid, dlid, ipd))
+        frame = _mad(slid, self.lid, b"IP" + dlid.to_bytes(2, "big") + bytes([ipd]) + b"\0\0\0")
+        if slid == self.lid:
+            self.hca.qps[HP_QPN].on_packet(now, frame)
+        else:
+            self.hca.ctrl.append((frame, VL15))
+            self.hca.kick(now)
