@@ -494,6 +494,7 @@ class RCResponder(SenderBase):
         self.duplicates = 0
         self.out_of_sequence = 0
         self.nak_sent = False               # a PSN sequence error NAK is outstanding
+        self._flush_armed = False           # a delayed-ACK flush timer is pending
 
     def _ack(self, psn: int, syndrome: int = ACK_SYNDROME, becn: int = 0):
         return self._build(OP.RC_ACKNOWLEDGE, psn, becn=becn,
@@ -559,7 +560,21 @@ class RCResponder(SenderBase):
         if self.since_ack >= self.ack_every or frame[16] & 0x80 or fecn:
             self.since_ack = 0
             return self._ack(psn, becn=fecn)
+        if not self._flush_armed:           # coalescing: flush if the stream pauses
+            self._flush_armed = True
+            self.hca.at(now + self.ack_every * self.hca.port.tx_time(self.hca.mtu), self._flush_ack)
         return None
+
+    def _flush_ack(self, now: int) -> None:
+        """Delayed-ACK flush: packets left unacknowledged by ACK coalescing (their
+        sender did not ask with AckReq, e.g. because its window shrank after they left)
+        are acknowledged once no new packet came for ``ack_every`` packet times."""
+        self._flush_armed = False
+        if self.since_ack:
+            self.since_ack = 0
+            self.hca.count("acks_flushed")
+            self.hca.ctrl.append((self._ack((self.epsn - 1) % PSN_MOD), self.vl))
+            self.hca.kick(now)
 
     def _duplicate_read(self, psn: int, frame) -> None:
         """A duplicate RDMA READ request: execute it again from *psn* (IBA 9.7).
