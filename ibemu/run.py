@@ -1,6 +1,7 @@
 """Running a scenario on the virtual-time engine and writing its output folder."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,7 +93,24 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
                                                 "lids": lids_of(fabric)},
                       window=window)
         result.out_dir = out
+    if os.environ.get("IBEMU_CHECK_CREDITS") == "1":
+        _check_credits(engine, fabric)
     return result
+
+
+def _check_credits(engine, fabric) -> None:
+    """The test suite's after-every-run check (tests/conftest.py sets
+    IBEMU_CHECK_CREDITS=1): once the run and its outputs are done, stop the traffic, let
+    the fabric drain, and fail if any credit or queue entry is missing
+    (:func:`ibemu.fabric.integrity.drain_and_check`)."""
+    from .fabric.integrity import drain_and_check
+    problems = drain_and_check(engine, fabric, fabric.injectors)
+    if problems:
+        raise AssertionError("credit leak after the run of %s:\n  %s" % (fabric_name(fabric), "\n  ".join(problems)))
+
+
+def fabric_name(fabric) -> str:
+    return ", ".join(sorted(fabric.nodes)[:6]) + (" ..." if len(fabric.nodes) > 6 else "")
 
 
 def print_summary(result: RunResult) -> None:

@@ -4,6 +4,10 @@ import subprocess
 
 import pytest
 
+# Every virtual-clock run in the tests ends with a credit-leak check (ibemu/run.py):
+# traffic stopped, fabric drained, every credit back (issue 8).
+os.environ.setdefault("IBEMU_CHECK_CREDITS", "1")
+
 
 @pytest.fixture(scope="session")
 def tshark():

@@ -183,3 +183,33 @@ def settle(engine, fabric, injectors=None, periods: int = 3) -> None:
         inj.enabled = False
     period = max(p.fc_period for n in fabric.nodes.values() for p in n.ports.values())
     engine.run(engine.now + periods * period + 1)
+
+
+def drain_and_check(engine, fabric, injectors=None, drain_ps: int | None = None) -> list[str]:
+    """Stop every traffic generator, heal the faulty links, let the fabric drain and the
+    periodic flow-control packets resynchronise (checking every 3 flow-control periods
+    plus 1 ms, for at most *drain_ps*, default 50 ms), then return :func:`credit_leaks`.
+
+    Used after every virtual-clock run of the test suite (``IBEMU_CHECK_CREDITS=1``, set
+    by tests/conftest.py): once traffic stops, every credit must come back and every
+    queue empty (issue 8: no leak, no deadlock).  Recording is switched off first so the
+    run's results are not touched."""
+    from .recorder import Recorder
+    quiet = Recorder()
+    engine.capture = None                   # the run's capture is closed
+    for node in fabric.nodes.values():
+        node.recorder = quiet
+        for qp in getattr(node, "senders", ()):
+            gen = getattr(qp, "gen", None)
+            if gen is not None and gen.stop > engine.now:
+                gen.stop = engine.now
+    for inj in (injectors or {}).values():
+        inj.enabled = False
+    period = max((p.fc_period for n in fabric.nodes.values() for p in n.ports.values()), default=0)
+    step = 3 * period + 10**9                                   # 3 flow-control periods + 1 ms
+    end = engine.now + (drain_ps if drain_ps is not None else 50 * 10**9)   # at most 50 ms
+    while True:
+        engine.run(min(engine.now + step, end))
+        problems = credit_leaks(fabric)
+        if not problems or engine.now >= end:
+            return problems
