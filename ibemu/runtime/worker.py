@@ -225,7 +225,7 @@ async def _main(loop: NodeLoop, start_at: float, ctl) -> bool:
     async def watch_stdin():
         nonlocal stopped
         while True:
-            msg = await trio.to_thread.run_sync(ctl.read_line, cancellable=True)
+            msg = await trio.to_thread.run_sync(ctl.read_line, abandon_on_cancel=True)
             if msg is not None and msg.get("cmd") == "mad":    # live management (mgmt.py)
                 mgmt.request(msg)
                 continue
