@@ -66,9 +66,12 @@ class PortCounters:
         self._base_ext: dict = {}
 
     # -- updates (hot path: plain attribute arithmetic in the callers)
-    def transmitted(self, nbytes: int) -> None:
+    def transmitted(self, nbytes: int, now: int | None = None) -> None:
+        """A packet started: count it, and the port is no longer waiting for credits."""
         self.xmit_bytes += nbytes
         self.xmit_pkts += 1
+        if self._wait_since is not None and now is not None:
+            self.waiting(now, False)
 
     def received(self, frame) -> None:
         self.rcv_bytes += len(frame)

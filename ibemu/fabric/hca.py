@@ -13,9 +13,9 @@ from collections import deque
 
 from ..config import HCAParams
 from .credits import blocks_of
-from .node import VL15, Node, Port
+from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
-from ..wire.codec import icrc_ok, vcrc_ok
+from ..wire.codec import icrc_ok
 from ..wire.opcodes import EXT_LEN
 from .traffic import INF
 
@@ -77,8 +77,7 @@ class HCA(Node):
             return
         n = len(frame)
         port.pc.received(frame)
-        # per-hop checks as at a switch (switch.py): length, PktLen, VCRC, VL
-        if n < 26 or (((frame[4] & 7) << 8) | frame[5]) * 4 + 2 != n or not vcrc_ok(frame):
+        if not frame_intact(frame):             # length, PktLen, VCRC (node.py)
             self.port_error(port, "PortRcvErrors")
             return
         vl = frame[0] >> 4
@@ -188,11 +187,7 @@ class HCA(Node):
         n = len(frame)
         end = now + port.tx_time(n)
         port.busy_until = end
-        pc = port.pc
-        pc.xmit_bytes += n
-        pc.xmit_pkts += 1
-        if pc._wait_since is not None:
-            pc.waiting(now, False)
+        port.pc.transmitted(n, now)
         if vl != VL15:
             port.tx[vl].sent(blocks_of(n))
         self.outbox.append((port.index, frame, False, now))

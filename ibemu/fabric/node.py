@@ -12,6 +12,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from ..config import PS_PER_S
+from ..wire.codec import vcrc_ok
 from ..wire.crc import lpcrc
 from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link
 from .counters import PortCounters
@@ -23,6 +24,13 @@ _PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "
                     "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun",
                     "PortRcvConstraintErrors": "rcv_constraint_errors", "PortXmitDiscards": "xmit_discards",
                     "VL15Dropped": "vl15_dropped"}
+
+
+def frame_intact(frame) -> bool:
+    """The link-layer checks every receiver makes on arrival (IBA ch. 7; issue 8): long
+    enough for LRH + BTH + CRCs, PktLen agreeing with the length, a good VCRC."""
+    n = len(frame)
+    return n >= 26 and (((frame[4] & 7) << 8) | frame[5]) * 4 + 2 == n and vcrc_ok(frame)
 
 
 class Port:

@@ -19,10 +19,10 @@ Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
 from __future__ import annotations
 
 from ..config import SwitchParams
-from ..wire.codec import icrc_ok, set_vl, vcrc_ok
+from ..wire.codec import icrc_ok, set_vl
 from ..wire.opcodes import is_data
 from .credits import blocks_of
-from .node import VL15, Node, Port
+from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from .vlarb import VLArbiter
 
@@ -99,7 +99,7 @@ class Switch(Node):
         # that disagrees with its length, or on a VL the link does not run, is dropped
         # and counted in PortRcvErrors.  Its header cannot be trusted, so it is not
         # credited: the sender's next FCTBS resynchronises ABR (credits.py).
-        if n < 26 or (((frame[4] & 7) << 8) | frame[5]) * 4 + 2 != n or not vcrc_ok(frame):
+        if not frame_intact(frame):
             self.port_error(port, "PortRcvErrors")
             return
         vl_in = frame[0] >> 4
@@ -291,11 +291,7 @@ class Switch(Node):
         in_end = now + inp.tx_time(n) if (not self.cut_through and inp.rate > port.rate) else end
         self.in_busy[e.inp] = in_end if in_end > e.tail else e.tail
         self.queued[o] -= 1
-        pc = port.pc
-        pc.xmit_bytes += n
-        pc.xmit_pkts += 1
-        if pc._wait_since is not None:
-            pc.waiting(now, False)
+        port.pc.transmitted(n, now)
         if e.vl != VL15:
             port.tx[e.vl].sent(e.blocks)
         if e.vl != e.vl_in:
