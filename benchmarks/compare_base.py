@@ -45,30 +45,41 @@ def _env(tree: Path) -> dict:
     return env
 
 
-def run_all(tree: Path, out: Path, names: list[str], reps: list[str]) -> dict[str, str]:
-    """Run the scenarios and reproductions of *tree* into *out*; name -> error text."""
+def run_all(tree: Path, out: Path, names: list[str], reps: list[str], cached: bool = False) -> dict[str, str]:
+    """Run the scenarios and reproductions of *tree* into *out*; name -> error text.
+    With *cached*, a job whose ``.ok`` marker is in *out* from an earlier run is skipped."""
     errors = {}
-    jobs = [("run:" + n, ["run", str(tree / "scenarios" / (n + ".toml")), "--duration", DURATION,
-                          "--out", str(out / ("run-" + n)), "--pcap", str(out / ("run-" + n) / "capture.pcap"),
-                          "--no-plots", "-q"]) for n in names]
-    jobs += [("reproduce:" + r, ["reproduce", r, "--out", str(out / ("rep-" + r))]) for r in reps]
-    for n in names:
-        (out / ("run-" + n)).mkdir(parents=True, exist_ok=True)    # --pcap needs its folder
-    for label, args in jobs:
+    jobs = [("run:" + n, "run-" + n, ["run", str(tree / "scenarios" / (n + ".toml")), "--duration", DURATION,
+                                      "--out", str(out / ("run-" + n)),
+                                      "--pcap", str(out / ("run-" + n) / "capture.pcap"), "--no-plots", "-q"])
+            for n in names]
+    jobs += [("reproduce:" + r, "rep-" + r, ["reproduce", r, "--out", str(out / ("rep-" + r))]) for r in reps]
+    for label, folder, args in jobs:
+        marker = out / (folder + ".ok")
+        if cached and marker.exists():
+            continue
+        (out / folder).mkdir(parents=True, exist_ok=True)      # --pcap needs its folder
         t0 = time.perf_counter()
         p = subprocess.run([sys.executable, "-m", "ibemu", *args], cwd=tree, env=_env(tree),
                            capture_output=True, text=True)
         print("  %-28s %5.1f s  exit %d" % (label, time.perf_counter() - t0, p.returncode), flush=True)
-        (out / (label.replace(":", "-") + ".stdout")).write_text(p.stdout)
+        (out / (folder + ".stdout")).write_text(p.stdout)
         if p.returncode not in (0, 1):          # 1: a reproduction outside its band is still output
             errors[label] = (p.stderr or p.stdout).strip().splitlines()[-1:]
+        else:
+            marker.write_text("")
     return errors
 
 
-def compare(a: Path, b: Path, tree_a: Path, tree_b: Path) -> list[str]:
+def _select(root: Path, folders: set[str]) -> set[Path]:
+    return {p.relative_to(root) for p in root.rglob("*")
+            if p.is_file() and p.suffix not in SKIP_SUFFIXES and p.suffix != ".ok"
+            and (p.relative_to(root).parts[0].rsplit(".", 1)[0] in folders)}
+
+
+def compare(a: Path, b: Path, tree_a: Path, tree_b: Path, folders: set[str]) -> list[str]:
     diffs = []
-    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.suffix not in SKIP_SUFFIXES}
-    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.suffix not in SKIP_SUFFIXES}
+    files_a, files_b = _select(a, folders), _select(b, folders)
     for rel in sorted(files_a ^ files_b):
         diffs.append("only in %s: %s" % ("base" if rel in files_a else "new", rel))
     for rel in sorted(files_a & files_b):
@@ -76,8 +87,6 @@ def compare(a: Path, b: Path, tree_a: Path, tree_b: Path) -> list[str]:
         if rel.suffix in (".json", ".stdout", ".csv", ".txt"):
             da = da.replace(str(tree_a).encode(), b"<tree>").replace(str(a).encode(), b"<out>")
             db = db.replace(str(tree_b).encode(), b"<tree>").replace(str(b).encode(), b"<out>")
-        if rel.name == ".done":
-            continue
         if rel.suffix == ".stdout":
             # the wall time printed in a summary line differs by nature
             da = b"\n".join(l for l in da.splitlines() if b" s wall" not in l and b"wall" not in l)
@@ -91,11 +100,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default=BASE, help="base commit (default %s)" % BASE)
     ap.add_argument("--only", help="comma-separated scenario stems and reproduction ids")
-    ap.add_argument("--keep", help="keep the outputs in this folder")
+    ap.add_argument("--keep", help="keep the outputs in this folder; base outputs found there are reused")
     args = ap.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="ibemu-compare-"))
     base_tree = work / "base-tree"
-    if not base_tree.exists():
+    if not (base_tree / "ibemu").exists():
         subprocess.run(["git", "worktree", "add", "--detach", str(base_tree), args.base], cwd=HERE,
                        check=True, capture_output=True)
     try:
@@ -105,27 +114,21 @@ def main() -> int:
             names = [n for n in names if n in want]
             reps = [r for r in reps if r in want]
         results = {}
-        for label, tree in (("base", base_tree), ("new", HERE)):
-            out = work / label
-            done = out / ".done"
-            if label == "base" and args.keep and done.exists() and done.read_text() == repr((names, reps)):
-                print("base: outputs kept in %s from an earlier run" % out)
-                results[label] = {}
-                continue
+        new_out = work / ("new-" + HERE.name)
+        for label, tree, out in (("base", base_tree, work / "base"), ("new", HERE, new_out)):
             out.mkdir(parents=True, exist_ok=True)
             print("%s (%s): %d scenarios, %d reproductions" % (label, tree, len(names), len(reps)), flush=True)
-            results[label] = run_all(tree, out, names, reps)
-            if label == "base" and not results[label]:
-                done.write_text(repr((names, reps)))
+            results[label] = run_all(tree, out, names, reps, cached=(label == "base"))
         status = 0
         for label, errs in results.items():
             for name, err in errs.items():
                 print("ERROR %s %s: %s" % (label, name, err))
                 status = 1
-        diffs = compare(work / "base", work / "new", base_tree, HERE)
+        folders = {"run-" + n for n in names} | {"rep-" + r for r in reps}
+        diffs = compare(work / "base", new_out, base_tree, HERE, folders)
         for d in diffs:
             print(d)
-        n = sum(1 for p in (work / "base").rglob("*") if p.is_file() and p.suffix not in SKIP_SUFFIXES)
+        n = len(_select(work / "base", folders))
         print("%d files compared: %s" % (n, "identical" if not diffs else "%d differ" % len(diffs)))
         return 1 if diffs or status else 0
     finally:
