@@ -11,131 +11,38 @@ or strings such as "8Gb/s" and "1GB/s".  Defaults are those of ``ibemu.config``
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 import tomllib
 from pathlib import Path
 
 from .config import (FlowSpec, HCAParams, HCASpec, LinkParams, LinkSpec, OutputSpec, Scenario,
                      SwitchParams, SwitchSpec, VLArbTable)
-from .errors import UserError
 
 __all__ = ["ScenarioError", "load_scenario", "scenario_from_dict", "apply_overrides",
            "parse_time", "format_time", "parse_size", "parse_rate", "link_labels"]
 
 
-class ScenarioError(UserError):
-    """A mistake in a scenario; ``str()`` is the whole line ``file: key.path: reason``."""
-
-    def __init__(self, file: str, key: str | None, reason: str):
-        self.file, self.key, self.reason = file, key, reason
-        super().__init__(": ".join(x for x in (file, key, reason) if x))
-
-
-from .units import _describe, format_time, parse_rate, parse_size, parse_time  # noqa: F401
+from .units import format_time, parse_rate, parse_size, parse_time  # noqa: F401,E402
+from .validate import AnyKeys as _AnyKeys  # noqa: E402
+from .validate import Checker as _Ctx  # noqa: E402
+from .validate import ScenarioError  # noqa: E402
+from .validate import boolean as _bool  # noqa: E402
+from .validate import describe as _describe  # noqa: E402
+from .validate import identifier as _name  # noqa: E402
+from .validate import integer as _int  # noqa: E402
+from .validate import join as _join  # noqa: E402
+from .validate import known as _known  # noqa: E402
+from .validate import merged as _merged  # noqa: E402
+from .validate import string as _str  # noqa: E402
+from .validate import suggest as _suggest  # noqa: E402,F401 (ibemu.topologies)
+from .validate import table as _table  # noqa: E402
+from .validate import tables as _tables  # noqa: E402
+from .validate import unknown_node as _unknown_node  # noqa: E402
 
 
 def link_labels(link: LinkSpec) -> tuple[str, str]:
     """Labels of a link's two directions (see :meth:`ibemu.config.LinkSpec.labels`)."""
     return link.labels()
-
-
-# ---------------------------------------------------------------- checking helpers
-
-def _join(path: str, key) -> str:
-    if isinstance(key, int):
-        return "%s[%d]" % (path, key)
-    return "%s.%s" % (path, key) if path else str(key)
-
-
-class _Ctx:
-    def __init__(self, label: str):
-        self.label = label
-        self.overridden: list[tuple[str, str]] = []   # (key path, override text)
-
-    def err(self, path: str | None, reason: str) -> ScenarioError:
-        for p, text in self.overridden:
-            if path and (path == p or path.startswith(p + ".") or path.startswith(p + "[")):
-                reason += " (from --set %s)" % text
-                break
-        return ScenarioError(self.label, path, reason)
-
-    def by_set(self, path: str) -> bool:
-        """Whether an override set this key (or a table holding it)."""
-        return any(path == p or path.startswith(p + ".") for p, _ in self.overridden)
-
-    def conv(self, path, fn, v, *args):
-        try:
-            return fn(v, *args)
-        except ValueError as e:
-            raise self.err(path, str(e)) from None
-
-
-def _suggest(key: str, allowed) -> str:
-    allowed = list(allowed)
-    low = {a.lower(): a for a in allowed}
-    close = ([low[key.lower()]] if key.lower() in low else
-             difflib.get_close_matches(key, allowed, n=1, cutoff=0.6))
-    if close:
-        return " (did you mean %r?)" % close[0]
-    return " (expected one of: %s)" % ", ".join(allowed)
-
-
-def _table(ctx, path, v, allowed, required=()) -> dict:
-    if not isinstance(v, dict):
-        raise ctx.err(path, "expected a table, got %s" % _describe(v))
-    for k in v:
-        if k not in allowed:
-            raise ctx.err(_join(path, k), "unknown key" + _suggest(k, allowed))
-    for k in required:
-        if k not in v:
-            raise ctx.err(_join(path, k), "missing")
-    return v
-
-
-def _tables(ctx, path, v) -> list:
-    if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
-        raise ctx.err(path, "expected an array of tables ([[%s]] entries), got %s" % (path, _describe(v)))
-    return v
-
-
-def _str(ctx, path, v, choices=None) -> str:
-    if not isinstance(v, str):
-        raise ctx.err(path, "expected a string, got %s" % _describe(v))
-    if choices is not None and v not in choices:
-        raise ctx.err(path, "unknown value %r (expected %s)" % (v, " or ".join(repr(c) for c in choices)))
-    return v
-
-
-def _int(ctx, path, v, lo=None, hi=None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ctx.err(path, "expected an integer, got %s" % _describe(v))
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        rng = ("between %d and %d" % (lo, hi) if lo is not None and hi is not None
-               else "at least %d" % lo if lo is not None else "at most %d" % hi)
-        raise ctx.err(path, "must be %s, got %d" % (rng, v))
-    return v
-
-
-def _bool(ctx, path, v) -> bool:
-    if not isinstance(v, bool):
-        raise ctx.err(path, "expected true or false, got %s" % _describe(v))
-    return v
-
-
-def _known(names, limit=8) -> str:
-    names = [str(n) for n in names]
-    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
-
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-
-
-def _name(ctx, path, v) -> str:
-    s = _str(ctx, path, v)
-    if not _NAME_RE.match(s):
-        raise ctx.err(path, "bad name %r (letters, digits, '_', '-', '.'; no ':' or spaces)" % s)
-    return s
 
 
 # ---------------------------------------------------------------- overrides
@@ -200,16 +107,6 @@ HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb", "ack_timeout", "r
             "pkeys")
 MTUS = (256, 512, 1024, 2048, 4096)
 DATA_VLS = (1, 2, 4, 8, 15)      # IBA VLCap: VL0, VL0-1, VL0-3, VL0-7, VL0-14
-
-
-def _merged(entry, epath, defaults, dpath, keys) -> dict:
-    out = {}
-    for k in keys:
-        if k in entry:
-            out[k] = (entry[k], _join(epath, k))
-        elif k in defaults:
-            out[k] = (defaults[k], _join(dpath, k))
-    return out
 
 
 def _data_vls(ctx, items) -> int:
@@ -466,14 +363,6 @@ def _expand_template(ctx, raw: dict) -> dict:
     return gen
 
 
-class _AnyKeys:
-    def __contains__(self, k):
-        return True
-
-    def __iter__(self):
-        return iter(())
-
-
 def _build(ctx, raw: dict, default_name, source) -> Scenario:
     # [scenario]
     sc = _table(ctx, "scenario", raw.get("scenario", {}), ("name", "duration", "seed"), ("duration",))
@@ -663,14 +552,6 @@ def _links(ctx, raw, nodes, where, ports_of, dl) -> tuple[list[LinkSpec], dict]:
         if nm not in linked:
             raise ctx.err(where[nm], "%s %r has no link" % ("HCA" if nodes[nm] == "hca" else "switch", nm))
     return links, used
-
-
-def _unknown_node(node, nodes) -> str:
-    close = difflib.get_close_matches(node, list(nodes), n=1, cutoff=0.6)
-    if close:
-        return "unknown node %r (did you mean %r?)" % (node, close[0])
-    ordered = sorted(nodes, key=lambda n: nodes[n] != "switch")    # switches first
-    return "unknown node %r (known: %s)" % (node, _known(ordered))
 
 
 def _flows(ctx, raw, nodes, links) -> list[FlowSpec]:

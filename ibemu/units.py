@@ -1,16 +1,49 @@
-"""Units in scenario files: times (ps), sizes (bytes) and rates (bytes/s).
+"""Units: emulated time in integer picoseconds, IB link rates, and how scenario files
+spell times (ps), sizes (bytes) and rates (bytes/s).
 
 Times are strings with ns/us/µs/ms/s (a bare number is refused, except 0); sizes are
 integer bytes or strings with B/KB/KiB/MB/MiB (switch buffers also "N packets"); rates
 are bytes/s numbers, IB link names (4x_sdr) or strings such as "8Gb/s" and "1GB/s".
 Every error is a ValueError whose text the scenario loader puts after the key path.
+Bottom layer: imports nothing of ibemu.
 """
 from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from .config import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, ib_rate
+__all__ = ["PS_PER_NS", "PS_PER_US", "PS_PER_MS", "PS_PER_S", "LANE_DATA_BPS", "WIDTHS", "ib_rate",
+           "TIME_UNITS", "SIZE_UNITS", "describe", "parse_time", "format_time", "parse_size", "parse_bytes",
+           "parse_rate"]
+
+PS_PER_NS = 1_000
+PS_PER_US = 1_000_000
+PS_PER_MS = 1_000_000_000
+PS_PER_S = 1_000_000_000_000
+
+# data rate after encoding, bytes/s, per lane (IBA 5.x and the IBTA roadmap):
+# SDR 2.5 Gb/s 8b/10b, DDR 5, QDR 10 (8b/10b); FDR 14.0625 and EDR 25.78125 Gb/s with
+# 64b/66b; HDR 53.125 Gb/s PAM4 with 64b/66b framing after FEC (50 Gb/s data per lane).
+LANE_DATA_BPS = {
+    "sdr": 2.5e9 * 8 / 10,
+    "ddr": 5e9 * 8 / 10,
+    "qdr": 10e9 * 8 / 10,
+    "fdr": 14.0625e9 * 64 / 66,
+    "edr": 25.78125e9 * 64 / 66,
+    "hdr": 50e9,
+}
+WIDTHS = {"1x": 1, "4x": 4, "8x": 8, "12x": 12}
+
+
+def ib_rate(name: str) -> int:
+    """Bytes per second of a link named like ``4x_sdr`` / ``4X SDR`` / ``12x-qdr``."""
+    key = name.lower().replace(" ", "_").replace("-", "_")
+    width, _, speed = key.partition("_")
+    if width not in WIDTHS or speed not in LANE_DATA_BPS:
+        raise ValueError("unknown link rate %r (expected e.g. 4x_sdr, 1x_qdr, 12x_edr)" % name)
+    return int(round(WIDTHS[width] * LANE_DATA_BPS[speed] / 8))
+
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 TIME_UNITS = {"ps": 1, "ns": PS_PER_NS, "us": PS_PER_US, "µs": PS_PER_US, "μs": PS_PER_US,
@@ -24,7 +57,8 @@ _PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 _IB_NAME = re.compile(r"^\s*\d+\s*x[\s_-]*[a-z]+\s*$", re.I)
 
 
-def _describe(v) -> str:
+def describe(v: Any) -> str:
+    """A TOML value as error messages name it: "integer 3", "string 'x'", "a table"."""
     if isinstance(v, bool):
         return "boolean %s" % str(v).lower()
     if isinstance(v, int):
@@ -47,14 +81,14 @@ def _decimal(text: str, what: str) -> Decimal:
         raise ValueError("cannot read %s %r" % (what, text)) from None
 
 
-def parse_time(v) -> int:
+def parse_time(v: Any) -> int:
     """Picoseconds from "40ns", "2.068us", "26 µs", "2ms", "0.1s" (or 0)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if v == 0:
             return 0
         raise ValueError("bare number %r: add a unit, e.g. '%sus' (ns, us, ms or s)" % (v, v))
     if not isinstance(v, str):
-        raise ValueError("expected a time such as '40ns' or '2ms', got %s" % _describe(v))
+        raise ValueError("expected a time such as '40ns' or '2ms', got %s" % describe(v))
     m = _TIME_RE.match(v)
     if not m:
         raise ValueError("cannot read time %r (expected e.g. '40ns', '26us', '2ms', '0.1s')" % v)
@@ -74,7 +108,7 @@ def format_time(ps: int) -> str:
     return "%dps" % ps
 
 
-def parse_size(v, packets: bool = False) -> tuple[int | None, int | None]:
+def parse_size(v: Any, packets: bool = False) -> tuple[int | None, int | None]:
     """``(bytes, None)`` or, when ``packets`` is allowed, ``(None, n)`` for "n packets"."""
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
@@ -82,13 +116,14 @@ def parse_size(v, packets: bool = False) -> tuple[int | None, int | None]:
         return v, None
     if not isinstance(v, str):
         raise ValueError("expected a size such as 2048, '8KiB'%s, got %s"
-                         % (" or '4 packets'" if packets else "", _describe(v)))
+                         % (" or '4 packets'" if packets else "", describe(v)))
     m = _SIZE_RE.match(v)
     unit = m[2].lower() if m else ""
     if unit in ("packet", "packets"):
         if not packets:
             raise ValueError("%r: a packet count is only accepted for a switch 'buffer'; "
                              "give bytes, e.g. '8KiB'" % v)
+        assert m is not None
         n = _decimal(m[1], "size")
         if n != n.to_integral_value() or n < 1:
             raise ValueError("%r: the packet count must be a whole number >= 1" % v)
@@ -104,14 +139,21 @@ def parse_size(v, packets: bool = False) -> tuple[int | None, int | None]:
     return int(n), None
 
 
-def parse_rate(v) -> int:
+def parse_bytes(v: Any) -> int:
+    """Bytes from a size such as 2048 or "8KiB" (no packet count; see :func:`parse_size`)."""
+    nbytes, _ = parse_size(v)
+    assert nbytes is not None           # only a packet count has no bytes
+    return nbytes
+
+
+def parse_rate(v: Any) -> int:
     """Bytes/s from a number, an IB link name ("4x_sdr") or "8Gb/s", "1GB/s", "100MiB/s"."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if v <= 0:
             raise ValueError("must be positive, got %r" % v)
         return int(round(v))
     if not isinstance(v, str):
-        raise ValueError("expected a rate such as '4x_sdr', '8Gb/s' or bytes/s, got %s" % _describe(v))
+        raise ValueError("expected a rate such as '4x_sdr', '8Gb/s' or bytes/s, got %s" % describe(v))
     if _IB_NAME.match(v):
         return ib_rate(v.strip())          # its ValueError says which names exist
     m = _RATE_RE.match(v)

@@ -4,12 +4,21 @@
 marking, ECN, hybrid rate/window response) or ``"cca"`` (IBA annex A10 with Threshold,
 Marking_Rate and CCT/CCTI, seeds 002/004).  Each scheme's settings live in its own
 sub-table and are parsed by that scheme's ``config`` module, which gets the scenario
-checker *ctx* (``ctx.err(path, reason)`` makes the one-line error) and the key path.
+checker *ctx* (:class:`ibemu.validate.Checker`: ``ctx.err(path, reason)`` makes the
+one-line error) and the key path.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from ..validate import Checker, string, table
+from .cca.config import parse_cca
+from .cca.settings import CCASpec
+from .dcms.config import DCMSSpec, parse_dcms
+from .hp.config import HPSpec, parse_hp
+
+__all__ = ["SCHEMES", "CCSpec", "parse_cc"]
 
 SCHEMES = ("none", "hp", "cca")
 
@@ -17,26 +26,22 @@ SCHEMES = ("none", "hp", "cca")
 @dataclass
 class CCSpec:
     scheme: str = "none"
-    hp: Any = None                          # ibemu.cc.hp.config.HPSpec
-    cca: Any = None                         # ibemu.cc.cca.config.CCASpec
-    dcms: Any = None                        # ibemu.cc.dcms.config.DCMSSpec (with "cca")
+    hp: HPSpec | None = None
+    cca: CCASpec | None = None
+    dcms: DCMSSpec | None = None            # the DCMS manager (with "cca")
 
 
-def parse_cc(ctx, raw, path: str = "cc", nodes: dict | None = None) -> CCSpec:
+def parse_cc(ctx: Checker, raw: Any, path: str = "cc", nodes: dict[str, str] | None = None) -> CCSpec:
     """Validate the ``[cc]`` table.  *nodes* maps node names to "switch" or "hca"."""
-    from ..scenario import _str, _table
-    raw = _table(ctx, path, raw if raw is not None else {}, ("scheme",) + SCHEMES[1:] + ("dcms",))
-    scheme = _str(ctx, path + ".scheme", raw.get("scheme", "none"), SCHEMES)
+    raw = table(ctx, path, raw if raw is not None else {}, ("scheme",) + SCHEMES[1:] + ("dcms",))
+    scheme = string(ctx, path + ".scheme", raw.get("scheme", "none"), SCHEMES)
     spec = CCSpec(scheme)
     if "hp" in raw or scheme == "hp":
-        from .hp.config import parse_hp
         spec.hp = parse_hp(ctx, raw.get("hp", {}), path + ".hp", nodes or {})
     if "cca" in raw or scheme == "cca":
-        from .cca.config import parse_cca
         spec.cca = parse_cca(ctx, raw.get("cca", {}), path + ".cca", nodes or {})
     if "dcms" in raw:
         if scheme != "cca":
             raise ctx.err(path + ".dcms", 'the DCMS manager tunes the IBA CCA: set cc.scheme = "cca"')
-        from .dcms.config import parse_dcms
         spec.dcms = parse_dcms(ctx, raw["dcms"], path + ".dcms", nodes or {})
     return spec

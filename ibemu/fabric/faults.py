@@ -39,7 +39,7 @@ import random
 import zlib
 from dataclasses import dataclass, field
 
-from ..config import PS_PER_S
+from ..units import PS_PER_S
 
 FAULT_KEYS = ("loss", "duplicate", "reorder", "reorder_depth", "corrupt", "down")
 STAT_KEYS = ("sent", "lost", "corrupted", "reordered", "duplicated", "down_dropped",
@@ -207,7 +207,8 @@ def parse_faults(ctx, raw, links, path: str = "faults") -> FaultSpec | None:
     *links* are the scenario's :class:`~ibemu.config.LinkSpec` objects.  ``down``
     always applies to both directions of a link.
     """
-    from ..scenario import _AnyKeys, _describe, _int, _table, parse_time
+    from ..units import describe as _describe, parse_time
+    from ..validate import AnyKeys as _AnyKeys, integer as _int, table as _table
     if raw is None:
         return None
     _table(ctx, path, raw, FAULT_KEYS + ("link",))

@@ -11,6 +11,10 @@ link rate, that ends it being a victim; the paper gives no value: 0.03, docs/dcm
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from ...units import parse_time
+from ...validate import Checker, integer, string, table
 
 DCMS_KEYS = ("manager", "tau", "T_C", "T_W", "T_D", "T_I", "low", "default")
 
@@ -27,16 +31,16 @@ class DCMSSpec:
     default: int = 128
 
 
-def _fraction(ctx, path, v) -> float:
+def _fraction(ctx: Checker, path: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
         raise ctx.err(path, "expected a fraction between 0 and 1, got %r" % (v,))
     return float(v)
 
 
-def parse_dcms(ctx, raw, path, nodes) -> DCMSSpec:
-    from ...scenario import _int, _str, _table, parse_time
-    raw = _table(ctx, path, raw, DCMS_KEYS, ("manager", "tau"))
-    manager = _str(ctx, path + ".manager", raw["manager"])
+def parse_dcms(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> DCMSSpec:
+    """Validate ``[cc.dcms]``; *nodes* maps node names to "switch" or "hca"."""
+    raw = table(ctx, path, raw, DCMS_KEYS, ("manager", "tau"))
+    manager = string(ctx, path + ".manager", raw["manager"])
     if nodes.get(manager) != "hca":
         raise ctx.err(path + ".manager", "%r is not an HCA of this scenario (the manager is a host)" % manager)
     tau = ctx.conv(path + ".tau", parse_time, raw["tau"])
@@ -47,8 +51,8 @@ def parse_dcms(ctx, raw, path, nodes) -> DCMSSpec:
         if k in raw:
             setattr(spec, k, _fraction(ctx, "%s.%s" % (path, k), raw[k]))
     if "T_I" in raw:
-        spec.T_I = _int(ctx, path + ".T_I", raw["T_I"], 1, 10**6)
+        spec.T_I = integer(ctx, path + ".T_I", raw["T_I"], 1, 10**6)
     for k in ("low", "default"):
         if k in raw:
-            setattr(spec, k, _int(ctx, "%s.%s" % (path, k), raw[k], 0, 0xFFFF))
+            setattr(spec, k, integer(ctx, "%s.%s" % (path, k), raw[k], 0, 0xFFFF))
     return spec

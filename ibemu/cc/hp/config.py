@@ -33,6 +33,10 @@ manager_period = "1ms"       # the manager lowers an idle source's IPD once a pe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from ...units import parse_rate, parse_time
+from ...validate import Checker, boolean, describe, integer, string, table
 
 MARKINGS = ("naive", "input", "input-output", "none")
 RESPONSES = ("fimd", "lipd", "aimd")
@@ -52,7 +56,7 @@ class HPSpec:
     propagating: bool = False
     root_needs_credits: bool = False
     mark_blocked_for_noncompliant: bool = False
-    noncompliant_switches: list = field(default_factory=list)
+    noncompliant_switches: list[str] = field(default_factory=list)
     response: str = "lipd"
     m: float = 2.0
     rates: str = "discrete"
@@ -63,17 +67,16 @@ class HPSpec:
     persistent: bool = False
     rpi_mtu: int = 2048
     rpi_rate: int = 1_000_000_000
-    noncompliant_cas: list = field(default_factory=list)
+    noncompliant_cas: list[str] = field(default_factory=list)
     manager: str | None = None
     manager_period: int = 1_000_000_000          # ps
     trace: bool = True
     rwl: bool = True
 
 
-def _names(ctx, path, v, nodes, kind) -> list:
-    from ...scenario import _describe
+def _names(ctx: Checker, path: str, v: Any, nodes: dict[str, str], kind: str) -> list[str]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ctx.err(path, "expected a list of %s names, got %s" % (kind, _describe(v)))
+        raise ctx.err(path, "expected a list of %s names, got %s" % (kind, describe(v)))
     for i, x in enumerate(v):
         if nodes.get(x) != kind:
             known = sorted(n for n, k in nodes.items() if k == kind)
@@ -81,52 +84,53 @@ def _names(ctx, path, v, nodes, kind) -> list:
     return list(v)
 
 
-def parse_hp(ctx, raw, path, nodes) -> HPSpec:
+def parse_hp(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> HPSpec:
     """Validate ``[cc.hp]`` into an :class:`HPSpec`; *nodes* maps node names to
     "switch" or "hca" (for the non-compliant devices and the manager)."""
-    from ...scenario import _bool, _describe, _int, _str, _table
-    from ...units import parse_rate, parse_time
-    raw = _table(ctx, path, raw if raw is not None else {}, KEYS)
+    raw = table(ctx, path, raw if raw is not None else {}, KEYS)
     s = HPSpec()
-    p = lambda k: path + "." + k  # noqa: E731
-    s.marking = _str(ctx, p("marking"), raw.get("marking", s.marking), MARKINGS)
+
+    def p(k: str) -> str:
+        return path + "." + k
+
+    s.marking = string(ctx, p("marking"), raw.get("marking", s.marking), MARKINGS)
     if "output_threshold" in raw:
         if s.marking != "input-output":
             raise ctx.err(p("output_threshold"), "only used with marking = \"input-output\"")
-        s.output_threshold = _int(ctx, p("output_threshold"), raw["output_threshold"], 1)
+        s.output_threshold = integer(ctx, p("output_threshold"), raw["output_threshold"], 1)
     elif s.marking == "input-output":
         raise ctx.err(p("output_threshold"), "missing (marking \"input-output\" needs a threshold in packets)")
-    s.full = _str(ctx, p("full"), raw.get("full", s.full), FULLS)
+    s.full = string(ctx, p("full"), raw.get("full", s.full), FULLS)
     for k in ("propagating", "root_needs_credits", "mark_blocked_for_noncompliant", "persistent", "trace",
               "rwl"):
         if k in raw:
-            setattr(s, k, _bool(ctx, p(k), raw[k]))
+            setattr(s, k, boolean(ctx, p(k), raw[k]))
     s.noncompliant_switches = _names(ctx, p("noncompliant_switches"), raw.get("noncompliant_switches", []),
                                      nodes, "switch")
-    s.response = _str(ctx, p("response"), raw.get("response", s.response), RESPONSES)
+    s.response = string(ctx, p("response"), raw.get("response", s.response), RESPONSES)
     if "m" in raw:
         v = raw["m"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ctx.err(p("m"), "expected a number greater than 1, got %s" % _describe(v))
+            raise ctx.err(p("m"), "expected a number greater than 1, got %s" % describe(v))
         if not v > 1:
             raise ctx.err(p("m"), "must be greater than 1, got %r" % v)
         if s.response == "lipd":
             raise ctx.err(p("m"), "only used with response \"fimd\" or \"aimd\"")
         s.m = float(v)
-    s.rates = _str(ctx, p("rates"), raw.get("rates", s.rates), RATES)
-    s.levels = _int(ctx, p("levels"), raw.get("levels", s.levels), 2, 1 << 16)
-    s.cwnd_init = _int(ctx, p("cwnd_init"), raw.get("cwnd_init", s.cwnd_init), 1, 1 << 20)
-    s.cwnd_max = _int(ctx, p("cwnd_max"), raw.get("cwnd_max", max(s.cwnd_max, s.cwnd_init)), 1, 1 << 20)
+    s.rates = string(ctx, p("rates"), raw.get("rates", s.rates), RATES)
+    s.levels = integer(ctx, p("levels"), raw.get("levels", s.levels), 2, 1 << 16)
+    s.cwnd_init = integer(ctx, p("cwnd_init"), raw.get("cwnd_init", s.cwnd_init), 1, 1 << 20)
+    s.cwnd_max = integer(ctx, p("cwnd_max"), raw.get("cwnd_max", max(s.cwnd_max, s.cwnd_init)), 1, 1 << 20)
     if s.cwnd_max < s.cwnd_init:
         raise ctx.err(p("cwnd_max"), "must be at least cwnd_init (%d), got %d" % (s.cwnd_init, s.cwnd_max))
-    s.unreliable_initial_ipd = _int(ctx, p("unreliable_initial_ipd"),
+    s.unreliable_initial_ipd = integer(ctx, p("unreliable_initial_ipd"),
                                     raw.get("unreliable_initial_ipd", 0), 0, s.levels - 1)
-    s.rpi_mtu = _int(ctx, p("rpi_mtu"), raw.get("rpi_mtu", s.rpi_mtu), 256, 4096)
+    s.rpi_mtu = integer(ctx, p("rpi_mtu"), raw.get("rpi_mtu", s.rpi_mtu), 256, 4096)
     if "rpi_rate" in raw:
         s.rpi_rate = ctx.conv(p("rpi_rate"), parse_rate, raw["rpi_rate"])
     s.noncompliant_cas = _names(ctx, p("noncompliant_cas"), raw.get("noncompliant_cas", []), nodes, "hca")
     if "manager" in raw:
-        s.manager = _str(ctx, p("manager"), raw["manager"]) or None
+        s.manager = string(ctx, p("manager"), raw["manager"]) or None
         if s.manager and nodes and nodes.get(s.manager) != "hca":
             raise ctx.err(p("manager"), "no HCA named %r (the subnet manager runs on an HCA)" % s.manager)
         if s.manager and s.manager in s.noncompliant_cas:
