@@ -6,9 +6,9 @@ import json
 import pytest
 
 from ibemu.cli import main
-from ibemu.config import PS_PER_US
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario
+from ibemu.units import PS_PER_US
 
 BASE = """\
 [scenario]

@@ -5,11 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from ibemu.config import PS_PER_MS, PS_PER_NS, PS_PER_US, ib_rate
 from ibemu.errors import UserError
-from ibemu.scenario import (ScenarioError, format_time, link_labels, load_scenario, parse_rate,
-                            parse_size, parse_time)
-from ibemu.topologies import quickstart, santos_fig1
+from ibemu.scenario import ScenarioError, format_time, link_labels, load_scenario, parse_rate, parse_size, parse_time
+from ibemu.scenario.builders import quickstart, santos_fig1
+from ibemu.units import PS_PER_MS, PS_PER_NS, PS_PER_US, ib_rate
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
