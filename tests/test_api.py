@@ -25,6 +25,7 @@ def test_import_ibemu_loads_nothing_heavy() -> None:
 
 
 def test_every_exported_name_resolves() -> None:
+    assert sorted(ibemu.__all__) == sorted(["__version__", *ibemu._EXPORTS])
     for name in ibemu.__all__:
         assert getattr(ibemu, name) is not None, name
     assert set(ibemu.__all__) <= set(dir(ibemu))

@@ -12,8 +12,7 @@ from ibemu.engine import VirtualEngine
 from ibemu.fabric.faults import engine_faults
 from ibemu.fabric.recorder import Recorder
 from ibemu.run import RunContext, run_virtual
-from ibemu.testing import (CreditLeak, assert_no_credit_leak, check_after_run, check_every_run, drain,
-                           settle)
+from ibemu.testing import CreditLeak, assert_no_credit_leak, check_after_run, check_every_run, drain, settle
 from ibemu.topologies import quickstart, santos_fig1
 
 

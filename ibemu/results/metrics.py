@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
@@ -23,10 +23,10 @@ from ..fabric.recorder import Recorder
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
 
-Bins = array               # array("q"): one signed 64-bit count per bin
-LinkSeries = tuple[Bins, Bins, Bins]      # all bytes, data bytes, data packets
-FlowTxSeries = tuple[Bins, Bins]          # bytes, packets
-FlowRxSeries = tuple[Bins, Bins, Bins]    # bytes, packets, messages
+Bins: TypeAlias = "array[int]"               # array("q"): one signed 64-bit count per bin
+LinkSeries: TypeAlias = "tuple[Bins, Bins, Bins]"     # all bytes, data bytes, data packets
+FlowTxSeries: TypeAlias = "tuple[Bins, Bins]"         # bytes, packets
+FlowRxSeries: TypeAlias = "tuple[Bins, Bins, Bins]"   # bytes, packets, messages
 
 
 class FlowLike(Protocol):
@@ -312,11 +312,10 @@ class Metrics(Recorder):
 
     def flow_bins(self, name: str, kind: str = "rx_bytes") -> np.ndarray:
         """kind: rx_bytes | rx_packets | messages | tx_bytes | tx_packets."""
-        table: Mapping[str, tuple[Bins, ...]]
-        table, idx = {"rx_bytes": (self._frx, 0), "rx_packets": (self._frx, 1),
-                      "messages": (self._frx, 2), "tx_bytes": (self._ftx, 0),
-                      "tx_packets": (self._ftx, 1)}[kind]
-        return np.asarray(table[name][idx], dtype=np.float64)
+        rx = {"rx_bytes": 0, "rx_packets": 1, "messages": 2}
+        tx = {"tx_bytes": 0, "tx_packets": 1}
+        bins = self._frx[name][rx[kind]] if kind in rx else self._ftx[name][tx[kind]]
+        return np.asarray(bins, dtype=np.float64)
 
     def _flow_wire_bins(self, name: str) -> np.ndarray:
         b = self.flow_bins(name, "rx_bytes")
