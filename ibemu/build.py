@@ -32,6 +32,25 @@ class Fabric:
     qps: dict[str, tuple] = field(default_factory=dict)         # flow -> (sender QP, receiver QP)
     injectors: dict = field(default_factory=dict)   # label -> LinkFaultInjector (faulty links only)
 
+    # -- operations on a built fabric from outside a run (e.g. ibemu.testing's drain)
+    def stop_traffic(self, now: int) -> None:
+        """End every flow's traffic at *now*: no new message starts from then on (one
+        already started runs to its end)."""
+        for snd, _ in self.qps.values():
+            if snd.gen.stop > now:
+                snd.gen.stop = now
+
+    def heal_links(self) -> None:
+        """Switch every link fault injector off: frames pass unchanged from now on."""
+        for inj in self.injectors.values():
+            inj.enabled = False
+
+    def set_recorder(self, recorder: Recorder) -> None:
+        """Report what every node does to *recorder* from now on (a plain
+        :class:`~ibemu.fabric.recorder.Recorder` records nothing)."""
+        for node in self.nodes.values():
+            node.recorder = recorder
+
 
 def _assign_ports(scn: Scenario):
     used: dict[str, set] = {}

@@ -1,26 +1,45 @@
 """Plots of a run in the style of seed 003 Figure 2: rates over time (sliding window)
-as fractions of link bandwidth, for the chosen links and flow groups."""
+as fractions of link bandwidth, for the chosen links and flow groups; and cc.png, the
+congestion-control variables over time.  matplotlib is imported only here, and only
+through :class:`matplotlib.figure.Figure` (no pyplot, no global backend state)."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import PS_PER_MS
+import numpy as np
+
+from .config import PS_PER_MS, Scenario
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as FigureType
+
+    from .results import Metrics
 
 PLOT_MAX_LINKS = 6          # links in throughput.png when output.plot_links is empty
 
 
-def _pick_links(metrics, wanted: list[str]) -> list[str]:
+def _pick_links(metrics: Metrics, wanted: list[str]) -> list[str]:
+    """The links of throughput.png: *wanted* (those the fabric has), else the busiest
+    PLOT_MAX_LINKS that carried anything, in link order."""
     names = metrics.link_names()
     if wanted:
-        missing = [l for l in wanted if l not in metrics._links]
+        missing = [lbl for lbl in wanted if not metrics.has_link(lbl)]
         if missing:
             warnings.warn("plot_links not in the fabric: %s" % ", ".join(missing))
-        return [l for l in wanted if l in metrics._links]
-    busy = sorted(range(len(names)), key=lambda i: (-sum(metrics._links[names[i]][0]), i))
-    return [names[i] for i in sorted(busy[:PLOT_MAX_LINKS]) if sum(metrics._links[names[i]][0]) > 0]
+        return [lbl for lbl in wanted if metrics.has_link(lbl)]
+    sent = [metrics.link_totals(name)[0] for name in names]          # all bytes of each link
+    busy = sorted(range(len(names)), key=lambda i: (-sent[i], i))
+    return [names[i] for i in sorted(busy[:PLOT_MAX_LINKS]) if sent[i] > 0]
 
 
-def plot_run(metrics, scenario, out, times, link_data, link_all, flow_cols, group_cols):
+def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
+             link_data: dict[str, np.ndarray], link_all: dict[str, np.ndarray],
+             flow_cols: dict[str, np.ndarray], group_cols: dict[str, np.ndarray]) -> None:
+    """throughput.png (the chosen links' data utilization and the groups' rates, else
+    the first flows') and, when there are more links, links.png (every link)."""
     from matplotlib.figure import Figure     # no pyplot: no global backend state
 
     styles = ["-", "--", "-.", ":"]
@@ -35,10 +54,10 @@ def plot_run(metrics, scenario, out, times, link_data, link_all, flow_cols, grou
         curves = list(group_cols.items())
     else:
         curves = list(flow_cols.items())[:PLOT_MAX_LINKS]
-    series = [(l, link_data[l]) for l in links] + curves
+    series = [(lbl, link_data[lbl]) for lbl in links] + curves
     xmax = scenario.duration / PS_PER_MS
 
-    def figure(title, lines, ylabel):
+    def figure(title: str, lines: Sequence[tuple[str, np.ndarray]], ylabel: str) -> FigureType:
         fig = Figure(figsize=(8, 4.8), dpi=110)
         ax = fig.add_subplot()
         for k, (label, y) in enumerate(lines):
@@ -55,12 +74,12 @@ def plot_run(metrics, scenario, out, times, link_data, link_all, flow_cols, grou
         fig.tight_layout()
         return fig
 
-    win_ms = (getattr(scenario.output, "window", None) or metrics.window) / PS_PER_MS
+    win_ms = (scenario.output.window or metrics.window) / PS_PER_MS
     figure(scenario.name, series, "rate (fraction of link bandwidth, %g ms window)" % win_ms) \
         .savefig(out / "throughput.png", metadata={"Software": None})
-    all_links = [l for l in metrics.link_names()]
+    all_links = metrics.link_names()
     if len(all_links) > len(links):
-        figure(scenario.name + " - all links", [(l, link_all[l]) for l in all_links],
+        figure(scenario.name + " - all links", [(lbl, link_all[lbl]) for lbl in all_links],
                "link utilization (%g ms window)" % win_ms) \
             .savefig(out / "links.png", metadata={"Software": None})
 
@@ -68,7 +87,7 @@ def plot_run(metrics, scenario, out, times, link_data, link_all, flow_cols, grou
 PLOT_MAX_TRACES = 12        # curves per panel of cc.png
 
 
-def plot_traces(metrics, scenario, out) -> None:
+def plot_traces(metrics: Metrics, scenario: Scenario, out: Path) -> None:
     """cc.png: one panel per traced congestion-control variable (CCTI, CIPD, CWND,
     Marking_Rate, ...), a step curve per owner, and the logged events as ticks."""
     from matplotlib.figure import Figure

@@ -1,27 +1,42 @@
-"""Running a scenario on the virtual-time engine and writing its output folder."""
+"""Running a scenario on the virtual-time engine and writing its output folder.
+
+:func:`run_virtual` builds the fabric (:func:`ibemu.build.build_fabric`), drives it on
+the :class:`~ibemu.engine.VirtualEngine` to the scenario's duration, samples the port
+counters (IBA 16.1.3.5 PortCounters) along the way, and writes results.json, the CSV
+series and the plots (:func:`ibemu.results.write_outputs`).
+
+Observers: every function in :data:`observers` is called with a :class:`RunContext`
+(the scenario, engine, fabric and result) once a run and its outputs are finished.  The
+product registers none; the test suite registers the credit-leak check of
+:mod:`ibemu.testing` there (tests/conftest.py), so every virtual-clock run of the tests
+ends with it.  An observer's exception propagates to the caller of :func:`run_virtual`.
+"""
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .build import build_fabric
+from .build import Fabric, build_fabric
 from .capture.erf import ErfPcapWriter
 from .config import PS_PER_MS, Scenario
 from .engine import VirtualEngine
+from .fabric.faults import engine_faults, fault_counters
+from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
 
 WIRE_OVERHEAD = 8 + 12 + 4 + 2     # LRH, BTH, ICRC, VCRC of a SEND packet
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
 
 
-def lids_of(fabric) -> dict[str, int]:
+def lids_of(fabric: Fabric) -> dict[str, int]:
     """Node name -> LID (HCAs, and switches' management port 0)."""
-    return {name: node.lid for name, node in fabric.nodes.items() if getattr(node, "lid", 0)}
+    return {name: lid for name, node in fabric.nodes.items() if (lid := getattr(node, "lid", 0))}
 
 
-def port_table(fabric) -> list:
+def port_table(fabric: Fabric) -> list[tuple[str, Port]]:
     """("node:port", Port) for every port of the fabric, in a stable order."""
     return [("%s:%d" % (name, p.index), p) for name, node in fabric.nodes.items()
             for p in sorted(node.ports.values(), key=lambda p: p.index)]
@@ -29,17 +44,41 @@ def port_table(fabric) -> list:
 
 @dataclass
 class RunResult:
+    """What :func:`run_virtual` returns: the summary (as in results.json), the metrics
+    with every series, the event count, the wall time taken and the node counters."""
     scenario: Scenario
     metrics: Metrics
-    summary: dict
+    summary: dict[str, Any]
     events: int
     wall_seconds: float
-    counters: dict
+    counters: dict[str, dict[str, int]]
     out_dir: Path | None = None
 
 
-def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = None,
-                window: tuple[int, int] | None = None) -> RunResult:
+@dataclass(frozen=True)
+class RunContext:
+    """A finished virtual-clock run as its observers see it.
+
+    The engine stopped at the scenario's duration with its capture closed and detached;
+    the fabric is in the state the run left it (queues, credits, QPs).  An observer may
+    drive both further (:func:`ibemu.testing.drain`) -- the result and the outputs are
+    already final."""
+    scenario: Scenario
+    engine: VirtualEngine
+    fabric: Fabric
+    result: RunResult
+
+
+RunObserver = Callable[[RunContext], None]
+
+observers: list[RunObserver] = []
+"""Called in order at the end of every :func:`run_virtual` (after the outputs are
+written).  Empty in the product; tests/conftest.py appends
+:func:`ibemu.testing.check_after_run` for the whole test session."""
+
+
+def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path | None = None,
+                progress: bool | None = None, window: tuple[int, int] | None = None) -> RunResult:
     """Run *scn* to its duration on the virtual-time engine.
 
     *out_dir*: write results.json, CSV series, config.json and plots there.  *pcap*: write
@@ -54,7 +93,6 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
     metrics.add_links(fabric.link_capacity)
     metrics.add_flow_capacity(fabric.flow_capacity)
     capture = ErfPcapWriter(pcap) if pcap else None
-    from .fabric.faults import engine_faults, fault_counters
     engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, capture,
                            faults=engine_faults(fabric.injectors))
     if progress is None:
@@ -76,6 +114,7 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
         bar.close()
         if capture is not None:
             capture.close()
+            engine.capture = None       # the writer is closed: the engine may run on without it
     wall = time.perf_counter() - t0
     counters = {name: dict(sorted(node.counters.items()))
                 for name, node in fabric.nodes.items() if node.counters}
@@ -93,27 +132,15 @@ def run_virtual(scn: Scenario, out_dir=None, pcap=None, progress: bool | None = 
                                                 "lids": lids_of(fabric)},
                       window=window)
         result.out_dir = out
-    if os.environ.get("IBEMU_CHECK_CREDITS") == "1":
-        _check_credits(engine, fabric)
+    if observers:
+        context = RunContext(scn, engine, fabric, result)
+        for observe in list(observers):
+            observe(context)
     return result
 
 
-def _check_credits(engine, fabric) -> None:
-    """The test suite's after-every-run check (tests/conftest.py sets
-    IBEMU_CHECK_CREDITS=1): once the run and its outputs are done, stop the traffic, let
-    the fabric drain, and fail if any credit or queue entry is missing
-    (:func:`ibemu.fabric.integrity.drain_and_check`)."""
-    from .fabric.integrity import drain_and_check
-    problems = drain_and_check(engine, fabric, fabric.injectors)
-    if problems:
-        raise AssertionError("credit leak after the run of %s:\n  %s" % (fabric_name(fabric), "\n  ".join(problems)))
-
-
-def fabric_name(fabric) -> str:
-    return ", ".join(sorted(fabric.nodes)[:6]) + (" ..." if len(fabric.nodes) > 6 else "")
-
-
 def print_summary(result: RunResult) -> None:
+    """The summary table, the event count and where the outputs are, on stdout."""
     print(format_summary_table(result.summary))
     print("%d events in %.2f s wall" % (result.events, result.wall_seconds))
     if result.out_dir is not None:

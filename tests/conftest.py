@@ -1,16 +1,27 @@
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 
 import pytest
 
-# Every virtual-clock run in the tests ends with a credit-leak check (ibemu/run.py):
-# traffic stopped, fabric drained, every credit back (issue 8).
-os.environ.setdefault("IBEMU_CHECK_CREDITS", "1")
+from ibemu.testing import check_every_run
+
+
+@pytest.fixture(scope="session", autouse=True)
+def credit_check_after_every_run() -> Iterator[None]:
+    """Every virtual-clock run in the tests (ibemu.run.run_virtual, in this process) ends
+    with the credit-leak check of ibemu.testing: traffic stopped, fabric drained, every
+    credit back (issue 8).  Registered as an observer of ibemu.run, not through the
+    environment, so the product never changes behaviour."""
+    with check_every_run():
+        yield
 
 
 @pytest.fixture(scope="session")
-def tshark():
+def tshark() -> str:
     """Path of tshark; skips (or fails under IBEMU_REQUIRE_TSHARK=1, as in CI) without it."""
     path = shutil.which("tshark")
     if not path:
@@ -21,9 +32,9 @@ def tshark():
 
 
 @pytest.fixture(scope="session")
-def run_tshark(tshark):
+def run_tshark(tshark: str) -> Callable[..., str]:
     """Run tshark with arguments; return its stdout (stderr's root warning ignored)."""
-    def run(*args, timeout=60):
+    def run(*args: str, timeout: float = 60) -> str:
         r = subprocess.run([tshark, *args], capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise AssertionError("tshark %s failed: %s" % (" ".join(args), r.stderr))

@@ -14,11 +14,24 @@ sender's FCTBS equals the receiver's ABR, the receiver's buffer is empty, and th
 holds the whole buffer as credit; no switch queue or HCA response is left.
 :func:`credit_state` and :func:`credit_problems` split that check in two, so that each
 worker of the trio runtime reports the ends of links it runs and the controller checks
-the merged reports.
+the merged reports.  Draining a fabric before the check (stopping the traffic, healing
+the links) is test instrumentation: :mod:`ibemu.testing`.
 """
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from .node import Node
+
+
+class FabricView(Protocol):
+    """What the credit check reads of a built fabric (:class:`ibemu.build.Fabric`)."""
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
+    @property
+    def link_ends(self) -> Mapping[str, tuple[Any, ...]]: ...   # label -> (node, port, peer, peer_port)
 
 
 class PayloadCheck:
@@ -113,44 +126,44 @@ def verify(record: dict, ud_flows=(), complete: bool = True) -> list[str]:
     return problems
 
 
-def credit_leaks(fabric) -> list[str]:
+def credit_leaks(fabric: FabricView) -> list[str]:
     """Credit and buffer state that is not back to idle (see the module docstring)."""
     return credit_problems([credit_state(fabric)])
 
 
-def credit_state(fabric, names=None) -> dict:
+def credit_state(fabric: FabricView, names: Iterable[str] | None = None) -> dict[str, Any]:
     """The credit and queue state of the nodes *names* (default: all), JSON-ready, for
     :func:`credit_problems`: a process of the trio runtime reports the ends of links it
     runs, and the controller merges the reports of all of them."""
     here = set(fabric.nodes) if names is None else set(names)
-    links = {}
+    links: dict[str, dict[str, list[list[int]]]] = {}
     for label, (a, pa, b, pb) in sorted(fabric.link_ends.items()):
-        entry = {}
+        entry: dict[str, list[list[int]]] = {}
         if a in here:
             entry["tx"] = [[tx.fctbs, tx.available(), tx.fccl] for tx in fabric.nodes[a].ports[pa].tx]
         if b in here:
             entry["rx"] = [[rx.abr, rx.used, rx.capacity] for rx in fabric.nodes[b].ports[pb].rx]
         if entry:
             links[label] = entry
-    nodes = {}
+    nodes: dict[str, list[int]] = {}
     for name in sorted(here):
         node = fabric.nodes[name]
-        queued = getattr(node, "queued", None)
-        ctrl = getattr(node, "ctrl", None)
+        queued = getattr(node, "queued", None)      # a switch's packets per output queue
+        ctrl = getattr(node, "ctrl", None)          # an HCA's responses (ACKs, CNPs) to send
         nodes[name] = [sum(queued.values()) if queued else 0, len(ctrl) if ctrl else 0]
     return {"links": links, "nodes": nodes}
 
 
-def credit_problems(states) -> list[str]:
+def credit_problems(states: Iterable[Mapping[str, Any]]) -> list[str]:
     """Problems in the merged :func:`credit_state` reports *states* (a link is checked
     when both its ends were reported)."""
-    links: dict = {}
-    nodes: dict = {}
+    links: dict[str, dict[str, Any]] = {}
+    nodes: dict[str, list[int]] = {}
     for st in states:
         for label, entry in st["links"].items():
             links.setdefault(label, {}).update(entry)
         nodes.update(st["nodes"])
-    problems = []
+    problems: list[str] = []
     for label, entry in sorted(links.items()):
         if "tx" not in entry or "rx" not in entry:
             continue
@@ -171,45 +184,20 @@ def credit_problems(states) -> list[str]:
     return problems
 
 
-def assert_no_credit_leak(fabric) -> None:
-    problems = credit_leaks(fabric)
-    assert not problems, "credit leak:\n  " + "\n  ".join(problems)
+# shim: removed at merge -- the settling, draining and asserting helpers moved to
+# ibemu.testing (test instrumentation, issue 12 item 7); the old names and signatures
+# (with the *injectors* argument, now ignored: the fabric heals its own links) still work.
+def settle(engine: Any, fabric: Any, injectors: object = None, periods: int = 3) -> None:  # shim: removed at merge
+    from ..testing import settle as _settle
+    _settle(engine, fabric, periods)
 
 
-def settle(engine, fabric, injectors=None, periods: int = 3) -> None:
-    """Heal every faulty link and run *periods* flow-control periods more, so that the
-    cumulative FCTBS/FCCL of the last flow-control packets have put every credit back."""
-    for inj in (injectors or {}).values():
-        inj.enabled = False
-    period = max(p.fc_period for n in fabric.nodes.values() for p in n.ports.values())
-    engine.run(engine.now + periods * period + 1)
+def drain_and_check(engine: Any, fabric: Any, injectors: object = None,  # shim: removed at merge
+                    drain_ps: int | None = None) -> list[str]:
+    from ..testing import drain
+    return drain(engine, fabric, drain_ps)
 
 
-def drain_and_check(engine, fabric, injectors=None, drain_ps: int | None = None) -> list[str]:
-    """Stop every traffic generator, heal the faulty links, let the fabric drain and the
-    periodic flow-control packets resynchronise (checking every 3 flow-control periods
-    plus 1 ms, for at most *drain_ps*, default 50 ms), then return :func:`credit_leaks`.
-
-    Used after every virtual-clock run of the test suite (``IBEMU_CHECK_CREDITS=1``, set
-    by tests/conftest.py): once traffic stops, every credit must come back and every
-    queue empty (issue 8: no leak, no deadlock).  Recording is switched off first so the
-    run's results are not touched."""
-    from .recorder import Recorder
-    quiet = Recorder()
-    engine.capture = None                   # the run's capture is closed
-    for node in fabric.nodes.values():
-        node.recorder = quiet
-        for qp in getattr(node, "senders", ()):
-            gen = getattr(qp, "gen", None)
-            if gen is not None and gen.stop > engine.now:
-                gen.stop = engine.now
-    for inj in (injectors or {}).values():
-        inj.enabled = False
-    period = max((p.fc_period for n in fabric.nodes.values() for p in n.ports.values()), default=0)
-    step = 3 * period + 10**9                                   # 3 flow-control periods + 1 ms
-    end = engine.now + (drain_ps if drain_ps is not None else 50 * 10**9)   # at most 50 ms
-    while True:
-        engine.run(min(engine.now + step, end))
-        problems = credit_leaks(fabric)
-        if not problems or engine.now >= end:
-            return problems
+def assert_no_credit_leak(fabric: Any) -> None:  # shim: removed at merge
+    from ..testing import assert_no_credit_leak as _check
+    _check(fabric)

@@ -1,0 +1,16 @@
+"""Results of a run: the hot-path recorder (:mod:`.metrics`), the pure rate and
+fairness functions (:mod:`.rates`), the summary and its text table (:mod:`.summary`),
+the output folder (:mod:`.outputs`), the progress bar (:mod:`.progress`) and reading an
+output folder back (:mod:`.reader`)."""
+from __future__ import annotations
+
+from .metrics import FlowLike, Metrics
+from .outputs import PORT_SERIES, write_outputs
+from .progress import Progress
+from .rates import jain_index, sliding_rate
+from .reader import Results, Series, load_results, read_series, read_traces
+from .summary import format_summary_table, summarize
+
+__all__ = ["FlowLike", "Metrics", "PORT_SERIES", "Progress", "Results", "Series", "format_summary_table",
+           "jain_index", "load_results", "read_series", "read_traces", "sliding_rate", "summarize",
+           "write_outputs"]

@@ -1,0 +1,366 @@
+"""The hot-path recorder of a run: :class:`Metrics` implements the fabric's
+:class:`~ibemu.fabric.recorder.Recorder` contract with binned time series (bytes,
+packets and messages per bin of ``output.bin``), congestion-control traces, events and
+port-counter samples; the wall-clock runtime's workers each record their own nodes and
+the controller merges their bins (:meth:`Metrics.export_bins` / :meth:`Metrics.merge_bins`).
+
+Rates over time follow seed 003 §3 (a sliding window centred on each bin,
+:func:`~ibemu.results.rates.sliding_rate`); the run's totals, rates and Jain fairness are
+:meth:`Metrics.summary` (:func:`ibemu.results.summary.summarize`).  All times are emulated
+picoseconds.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeAlias
+
+import numpy as np
+
+from ..config import PS_PER_MS
+from ..fabric.recorder import Recorder
+from .rates import bin_edges, sliding_rate
+from .summary import summarize
+
+Bins: TypeAlias = "array[int]"               # array("q"): one signed 64-bit count per bin
+LinkSeries: TypeAlias = "tuple[Bins, Bins, Bins]"     # all bytes, data bytes, data packets
+FlowTxSeries: TypeAlias = "tuple[Bins, Bins]"         # bytes, packets
+FlowRxSeries: TypeAlias = "tuple[Bins, Bins, Bins]"   # bytes, packets, messages
+
+
+class FlowLike(Protocol):
+    """What Metrics reads of a flow's spec (:class:`ibemu.config.FlowSpec` has it)."""
+    group: str | None
+    start: int
+    stop: int | None
+
+
+class Metrics(Recorder):
+    """Binned counts of everything the fabric reports.
+
+    *link_capacity*: directed link label -> bytes/s.  *flows*: flow name -> spec with
+    ``group``, ``start``, ``stop`` (e.g. :class:`ibemu.config.FlowSpec`).
+    *flow_capacity*: flow name -> bytes/s of its source link (for normalized rates).
+    *packet_overhead*: bytes added per received data packet when a flow's rate is
+    expressed as a fraction of the link (flow_rx reports payload; seed 003 counts whole
+    2068-byte packets, so 20 there).  0 keeps the goodput (2048/2068 = 0.990 at best).
+    *window_ps*: default sliding window of the ``*_series`` accessors.
+
+    Events at or after the run's end are kept (the bins grow).
+    """
+
+    def __init__(self, duration_ps: int, bin_ps: int, link_capacity: Mapping[str, int],
+                 flows: Mapping[str, FlowLike], flow_capacity: Mapping[str, int], *,
+                 packet_overhead: int = 0, window_ps: int = 2 * PS_PER_MS) -> None:
+        if duration_ps <= 0 or bin_ps <= 0:
+            raise ValueError("duration and bin must be positive (got %r, %r)" % (duration_ps, bin_ps))
+        self.duration = int(duration_ps)
+        self.bin = int(bin_ps)
+        self.link_capacity: dict[str, int] = dict(link_capacity)
+        self.flows: dict[str, FlowLike] = dict(flows)
+        self.flow_capacity: dict[str, int] = dict(flow_capacity)
+        self.packet_overhead = int(packet_overhead)
+        self.window = int(window_ps)
+        self._n = -(-self.duration // self.bin)
+        self._links: dict[str, LinkSeries] = {}
+        self._ftx: dict[str, FlowTxSeries] = {}
+        self._frx: dict[str, FlowRxSeries] = {}
+        self._counters: dict[str, dict[str, int]] = {}
+        self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
+        self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
+        self.port_times: list[int] = []                                    # sample times (ps)
+        self.port_samples: dict[str, dict[str, list[int]]] = {}            # "node:port" -> counter -> values
+        for label in self.link_capacity:
+            self._new_link(label)
+        for name in self.flows:
+            self._new_flow(name)
+
+    # -- hot path (one call per frame-hop / packet): no numpy, one dict lookup
+    def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
+        i = t // self.bin
+        try:
+            s = self._links[link]
+            s[0][i] += nbytes
+            if data:
+                s[1][i] += nbytes
+                s[2][i] += 1
+        except (KeyError, IndexError):
+            self._grow(self._links, self._new_link, link, i)
+            self.link_tx(link, t, nbytes, data)
+
+    def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
+        i = t // self.bin
+        try:
+            s = self._ftx[flow]
+            s[0][i] += nbytes
+            s[1][i] += 1
+        except (KeyError, IndexError):
+            self._grow(self._ftx, self._new_flow, flow, i)
+            self.flow_tx(flow, t, nbytes)
+
+    def flow_rx(self, flow: str, t: int, nbytes: int, message_done: bool) -> None:
+        i = t // self.bin
+        try:
+            s = self._frx[flow]
+            s[0][i] += nbytes
+            s[1][i] += 1
+            if message_done:
+                s[2][i] += 1
+        except (KeyError, IndexError):
+            self._grow(self._frx, self._new_flow, flow, i)
+            self.flow_rx(flow, t, nbytes, message_done)
+
+    def counter(self, node: str, name: str, value: int = 1) -> None:
+        d = self._counters.get(node)
+        if d is None:
+            d = self._counters[node] = {}
+        d[name] = d.get(name, 0) + value
+
+    def trace(self, kind: str, key: str, t: int, value: float) -> None:
+        tr = self.traces.get((kind, key))
+        if tr is None:
+            tr = self.traces[(kind, key)] = []
+        if tr and tr[-1][0] == t:
+            tr[-1] = (t, value)
+        elif not tr or tr[-1][1] != value:
+            tr.append((t, value))
+
+    def event(self, t: int, source: str, text: str) -> None:
+        self.events.append((t, source, text))
+
+    def sample_ports(self, t: int, totals: Mapping[str, Mapping[str, int]]) -> None:
+        """Port counter totals (``{"node:port": {counter: value}}``, IBA units) at *t*."""
+        self.port_times.append(t)
+        k = len(self.port_times) - 1
+        for label, values in totals.items():
+            series = self.port_samples.get(label)
+            if series is None:
+                series = self.port_samples[label] = {name: [0] * k for name in values}
+            for name, v in values.items():
+                series.setdefault(name, [0] * k).append(v)
+
+    def port_totals(self) -> dict[str, dict[str, int]]:
+        """The last sample of every port counter."""
+        return {label: {name: vals[-1] for name, vals in series.items()}
+                for label, series in sorted(self.port_samples.items())}
+
+    def trace_summary(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Per kind and key: changes, min, max, last value and the time-weighted mean."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for (kind, key), tr in sorted(self.traces.items()):
+            ts = [t for t, _ in tr] + [max(self.duration, tr[-1][0])]
+            vals = [v for _, v in tr]
+            span = ts[-1] - ts[0]
+            mean = (sum(v * (ts[i + 1] - ts[i]) for i, v in enumerate(vals)) / span) if span else vals[-1]
+            out.setdefault(kind, {})[key] = {"changes": len(tr), "min": min(vals), "max": max(vals),
+                                             "last": vals[-1], "mean": mean}
+        return out
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """A copy of the per-node counters (:meth:`counter`)."""
+        return {n: dict(c) for n, c in self._counters.items()}
+
+    def add_links(self, capacity: Mapping[str, int]) -> None:
+        """Declare directed links (label -> bytes/s), so idle ones appear in results too."""
+        for label, cap in capacity.items():
+            self.link_capacity[label] = cap
+            if label not in self._links:
+                self._new_link(label)
+
+    def add_flow_capacity(self, capacity: Mapping[str, int]) -> None:
+        self.flow_capacity.update(capacity)
+
+    # -- export / merge: the wall-clock runtime's workers each record their own nodes
+    def export_bins(self) -> dict[str, Any]:
+        """The recorded bins (series with any count) and counters, JSON-ready."""
+        def nz(table: Mapping[str, tuple[Bins, ...]]) -> dict[str, list[list[int]]]:
+            return {k: [list(x) for x in v] for k, v in table.items() if any(any(x) for x in v)}
+        return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
+                "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
+                "counters": {n: dict(c) for n, c in self._counters.items()},
+                "traces": [[kind, key, tr] for (kind, key), tr in self.traces.items()],
+                "events": list(self.events), "port_times": list(self.port_times),
+                "port_samples": self.port_samples}
+
+    def merge_bins(self, data: Mapping[str, Any]) -> None:
+        """Add bins exported by :meth:`export_bins` of a Metrics with the same bin."""
+        if data["bin_ps"] != self.bin:
+            raise ValueError("cannot merge bins of %r ps into bins of %r ps" % (data["bin_ps"], self.bin))
+        n = int(data["nbins"])
+        if n > self._n:                         # the other recorded past the run's end
+            self._n = n
+            self._extend_all()
+        tables: tuple[tuple[dict[str, Any], str, Callable[[str], None]], ...] = (
+            (self._links, "links", self._new_link), (self._ftx, "flow_tx", self._new_flow),
+            (self._frx, "flow_rx", self._new_flow))
+        for table, key, new in tables:
+            for name, series in data[key].items():
+                if name not in table:
+                    new(name)
+                for mine, theirs in zip(table[name], series):
+                    for i, v in enumerate(theirs):
+                        if v:
+                            mine[i] += v
+        for node, values in data["counters"].items():
+            for name, v in values.items():
+                self.counter(node, name, v)
+        for kind, key, tr in data.get("traces", ()):
+            self.traces.setdefault((kind, key), []).extend((t, v) for t, v in tr)
+            self.traces[(kind, key)].sort(key=lambda tv: tv[0])
+        if data.get("events"):
+            self.events = sorted(self.events + [tuple(e) for e in data["events"]], key=lambda e: e[0])
+        times = data.get("port_times") or []
+        if times:                               # the same sample times everywhere; keep the common part
+            if self.port_samples and len(times) < len(self.port_times):
+                self.port_times = self.port_times[:len(times)]
+                for series in self.port_samples.values():
+                    for name in series:
+                        del series[name][len(times):]
+            elif not self.port_samples:
+                self.port_times = list(times)
+            k = len(self.port_times)
+            for label, series in data["port_samples"].items():
+                self.port_samples[label] = {name: list(vals[:k]) for name, vals in series.items()}
+
+    # -- slow path
+    # Bins are preallocated int64 arrays, not lists: a list holds a separate int object
+    # (32 bytes) for every bin once its count passes 256, so a long run's memory grew as
+    # the bins filled (+6 MB per worker in 10 minutes of benchmarks/soak_wall.py); an
+    # array takes its 8 bytes per bin up front and stays flat (issue 8 item 8).
+    def _zeros(self) -> Bins:
+        return array("q", bytes(8 * self._n))
+
+    def _new_link(self, label: str) -> None:
+        self._links[label] = (self._zeros(), self._zeros(), self._zeros())
+
+    def _new_flow(self, name: str) -> None:
+        self._ftx[name] = (self._zeros(), self._zeros())
+        self._frx[name] = (self._zeros(), self._zeros(), self._zeros())
+
+    def _extend_all(self) -> None:
+        """Every series grows to ``self._n`` bins."""
+        for tbl in (self._links, self._ftx, self._frx):
+            for series in tbl.values():
+                for lst in series:
+                    lst.extend([0] * (self._n - len(lst)))
+
+    def _grow(self, table: Mapping[str, tuple[Bins, ...]], create: Callable[[str], None],
+              key: str, i: int) -> None:
+        if i < 0:
+            raise ValueError("negative time reported to Metrics (bin %d)" % i)
+        if key not in table:
+            create(key)
+        if i >= self._n:                       # an event after the run's end: all series grow
+            self._n = i + 1
+            self._extend_all()
+
+    # -- series access
+    @property
+    def nbins(self) -> int:
+        return self._n
+
+    def edges(self) -> np.ndarray:
+        return bin_edges(self._n, self.bin, self.duration)
+
+    def times_ms(self) -> np.ndarray:
+        """Centre of each bin (of its part inside the run), ms."""
+        e = self.edges()
+        centres: np.ndarray = (e[:-1] + e[1:]) / 2 / PS_PER_MS
+        return centres
+
+    def link_names(self) -> list[str]:
+        known = [k for k in self.link_capacity]
+        return known + sorted(k for k in self._links if k not in self.link_capacity)
+
+    def has_link(self, label: str) -> bool:
+        """Whether directed link *label* was declared or reported."""
+        return label in self._links
+
+    def flow_names(self) -> list[str]:
+        known = [k for k in self.flows]
+        return known + sorted(k for k in self._frx if k not in self.flows)
+
+    def groups(self) -> dict[str, list[str]]:
+        """Group -> member flows, in flow order."""
+        out: dict[str, list[str]] = {}
+        for name in self.flow_names():
+            g = self.group_of(name)
+            if g is not None:
+                out.setdefault(g, []).append(name)
+        return out
+
+    def group_of(self, name: str) -> str | None:
+        spec = self.flows.get(name)
+        return None if spec is None else spec.group
+
+    def link_totals(self, label: str) -> tuple[int, int, int]:
+        """All bytes, data bytes and data packets sent on *label* over the run (ints)."""
+        allb, datab, datap = (sum(x) for x in self._links[label])
+        return allb, datab, datap
+
+    def flow_totals(self, name: str) -> tuple[int, int, int, int, int]:
+        """Bytes, packets and messages received, bytes and packets sent, of flow *name*."""
+        rxb, rxp, msg = (sum(x) for x in self._frx[name])
+        txb, txp = (sum(x) for x in self._ftx[name])
+        return rxb, rxp, msg, txb, txp
+
+    def link_bins(self, label: str, kind: str = "bytes") -> np.ndarray:
+        """kind: bytes (all frames) | data_bytes | data_packets."""
+        idx = {"bytes": 0, "data_bytes": 1, "data_packets": 2}[kind]
+        return np.asarray(self._links[label][idx], dtype=np.float64)
+
+    def flow_bins(self, name: str, kind: str = "rx_bytes") -> np.ndarray:
+        """kind: rx_bytes | rx_packets | messages | tx_bytes | tx_packets."""
+        rx = {"rx_bytes": 0, "rx_packets": 1, "messages": 2}
+        tx = {"tx_bytes": 0, "tx_packets": 1}
+        bins = self._frx[name][rx[kind]] if kind in rx else self._ftx[name][tx[kind]]
+        return np.asarray(bins, dtype=np.float64)
+
+    def _flow_wire_bins(self, name: str) -> np.ndarray:
+        b = self.flow_bins(name, "rx_bytes")
+        if self.packet_overhead:
+            b = b + self.packet_overhead * self.flow_bins(name, "rx_packets")
+        return b
+
+    def group_capacity(self, members: list[str]) -> int | None:
+        """The capacity a group's rate is a fraction of: its members' largest source link."""
+        caps = [self.flow_capacity[m] for m in members if self.flow_capacity.get(m)]
+        return max(caps) if caps else None
+
+    def active_interval(self, name: str) -> tuple[int, int]:
+        """Flow *name*'s active interval [start, min(stop, duration)] (ps)."""
+        spec = self.flows.get(name)
+        start = max(0, int((spec.start if spec is not None else 0) or 0))
+        stop = spec.stop if spec is not None else None
+        stop = self.duration if stop is None else min(int(stop), self.duration)
+        return start, max(start, stop)
+
+    def link_utilization_series(self, label: str, data: bool = False, window_ps: int | None = None) -> np.ndarray:
+        """Sliding-window utilization of a link (fraction of its capacity); NaN without one."""
+        cap = self.link_capacity.get(label)
+        bins = self.link_bins(label, "data_bytes" if data else "bytes")
+        r = sliding_rate(bins, self.bin, window_ps or self.window, self.duration)
+        return r / cap if cap else r * math.nan
+
+    def flow_rate_series(self, name: str, window_ps: int | None = None) -> np.ndarray:
+        """Sliding-window delivered rate of a flow as a fraction of its source link."""
+        cap = self.flow_capacity.get(name)
+        r = sliding_rate(self._flow_wire_bins(name), self.bin, window_ps or self.window, self.duration)
+        return r / cap if cap else r * math.nan
+
+    def group_rate_series(self, group: str, window_ps: int | None = None) -> np.ndarray:
+        """Aggregate of a group's flows, as a fraction of one member's link (the largest)."""
+        members = self.groups().get(group, [])
+        total = np.zeros(self._n)
+        for m in members:
+            total = total + self._flow_wire_bins(m)
+        cap = self.group_capacity(members)
+        r = sliding_rate(total, self.bin, window_ps or self.window, self.duration)
+        return r / cap if cap else r * math.nan
+
+    # -- summary
+    def summary(self, t_from: int | None = None, t_to: int | None = None) -> dict[str, Any]:
+        """Totals and rates of the run, and over [t_from, t_to] when either is given
+        (:func:`ibemu.results.summary.summarize`)."""
+        return summarize(self, t_from, t_to)

@@ -1,0 +1,147 @@
+"""A run's output folder: results.json (the summary, traces, port totals, events),
+config.json (the resolved scenario), flows.csv / links.csv (sliding-window rates as
+fractions of the link, seed 003 §3 and Figure 2), counters.csv (port counters over
+time, IBA 16.1.3.5 PortCounters names), traces.csv (congestion-control variables) and,
+when ``output.plots``, the PNG plots (:mod:`ibemu.plots`).
+
+Every file is written atomically (:mod:`ibemu.atomic`); floats are rounded to 9
+significant digits in JSON and 6 in CSV, so outputs compare byte for byte.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..atomic import atomic_open, atomic_write_text
+from ..config import PS_PER_MS, Scenario
+from .metrics import Metrics
+
+PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
+               "PortXmitTimeCong", "PortRcvFECN", "PortRcvBECN")
+"""The port counters written to counters.csv, per busy port."""
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-ready copy: str keys, floats rounded to 9 significant digits, NaN/inf -> None."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, (bool, type(None), str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if not math.isfinite(x):
+            return None
+        x = float("%.9g" % x)
+        return 0.0 if x == 0 else x
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _clean(dataclasses.asdict(obj))
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    return str(obj)
+
+
+def _dump_json(obj: Any, path: Path) -> None:
+    atomic_write_text(path, json.dumps(_clean(obj), sort_keys=True, indent=2) + "\n")
+
+
+def _fmt(x: float) -> str:
+    x = float(x)
+    return "" if not math.isfinite(x) else "%.6g" % x
+
+
+def _write_csv(path: Path, times_ms: np.ndarray, columns: Sequence[tuple[str, np.ndarray]]) -> None:
+    """A time series CSV: ``time_ms`` then one column per (name, values)."""
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["time_ms"] + [name for name, _ in columns])
+        for i, t in enumerate(times_ms):
+            w.writerow(["%.9g" % t] + [_fmt(col[i]) for _, col in columns])
+
+
+def _write_port_series(metrics: Metrics, path: Path) -> None:
+    """counters.csv: the running totals of the busy ports' counters at each sample."""
+    cols = []
+    for label, series in sorted(metrics.port_samples.items()):
+        if not any(series.get("PortXmitPkts", [0])) and not any(series.get("PortRcvPkts", [0])):
+            continue
+        cols += [("%s:%s" % (label, name), series[name]) for name in PORT_SERIES if name in series]
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["time_ms"] + [c for c, _ in cols])
+        for i, t in enumerate(metrics.port_times):
+            w.writerow(["%.9g" % (t / PS_PER_MS)] + [v[i] for _, v in cols])
+
+
+def _write_traces(metrics: Metrics, path: Path) -> None:
+    """traces.csv: every change of every traced variable (kind, key, time, value)."""
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["kind", "key", "time_ms", "value"])
+        for (kind, key), tr in sorted(metrics.traces.items()):
+            for t, v in tr:
+                w.writerow([kind, key, "%.9g" % (t / PS_PER_MS), _fmt(v)])
+
+
+def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
+                  extra: dict[str, Any] | None = None, *,
+                  window: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Write the run's output folder; returns what went into results.json.
+
+    results.json: scenario name/seed/duration, ``summary`` (over [window] too when given),
+    ``extra``.  config.json: ``scenario.resolved`` (or the dataclasses).  flows.csv: per
+    flow and ``group:<name>`` aggregate, sliding-window delivered rate as a fraction of
+    the source link.  links.csv: per link utilization (all frames) and ``<label>:data``.
+    throughput.png / links.png when ``scenario.output.plots``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    win_ps = scenario.output.window or metrics.window
+    summary = metrics.summary(*window) if window else metrics.summary()
+    results: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed,
+                               "duration_ps": scenario.duration,
+                               "duration_ms": scenario.duration / PS_PER_MS, "source": scenario.source,
+                               "summary": summary}
+    if extra is not None:
+        results["extra"] = extra
+    if metrics.traces:
+        results["traces"] = metrics.trace_summary()
+    if metrics.port_samples:
+        results["ports"] = metrics.port_totals()
+    if metrics.events:
+        results["events"] = [{"time_ms": t / PS_PER_MS, "source": src, "text": text}
+                             for t, src, text in metrics.events]
+    _dump_json(results, out / "results.json")
+    if metrics.port_samples:
+        _write_port_series(metrics, out / "counters.csv")
+    if metrics.traces:
+        _write_traces(metrics, out / "traces.csv")
+    _dump_json(scenario.resolved or dataclasses.asdict(scenario), out / "config.json")
+
+    times = metrics.times_ms()
+    flow_cols = [(n, metrics.flow_rate_series(n, win_ps)) for n in metrics.flow_names()]
+    group_cols = [(g, metrics.group_rate_series(g, win_ps)) for g in metrics.groups()]
+    _write_csv(out / "flows.csv", times, flow_cols + [("group:" + g, s) for g, s in group_cols])
+    link_all = [(lbl, metrics.link_utilization_series(lbl, False, win_ps)) for lbl in metrics.link_names()]
+    link_data = [(lbl, metrics.link_utilization_series(lbl, True, win_ps)) for lbl in metrics.link_names()]
+    cols = []
+    for (lbl, a), (_, d) in zip(link_all, link_data):
+        cols += [(lbl, a), (lbl + ":data", d)]
+    _write_csv(out / "links.csv", times, cols)
+
+    if scenario.output.plots:
+        from ..plots import plot_run, plot_traces      # matplotlib: imported only to plot
+        plot_run(metrics, scenario, out, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
+        if metrics.traces:
+            plot_traces(metrics, scenario, out)
+    return results
