@@ -14,7 +14,8 @@ def _cmd_sample(args) -> int:
     print("wrote %d frames, one of every kind, to %s" % (len(frames), args.pcap))
     for label, link, frame in frames:
         print("  %-32s %s" % (label, summarize(frame, link)))
-    print("open it with: wireshark -X lua_script:layers/wireshark/ibemu.lua %s" % args.pcap)
+    from .resources import lua_plugin
+    print("open it with: wireshark -X lua_script:%s %s" % (lua_plugin(), args.pcap))
     return 0
 
 
@@ -33,6 +34,7 @@ def _cmd_decode(args) -> int:
 
 
 def _cmd_run(args) -> int:
+    from .resources import scenario_source
     from .run import print_summary, run_virtual
     from .scenario import load_scenario
     overrides = list(args.set or [])
@@ -44,7 +46,7 @@ def _cmd_run(args) -> int:
         value = getattr(args, key, None)
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
-    scn = load_scenario(args.scenario, overrides)
+    scn = load_scenario(scenario_source(args.scenario), overrides)   # a file, or a shipped name
     if args.no_plots:
         scn.output.plots = False
     if args.clock == "wall":
@@ -59,7 +61,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    from .reproduce import main as reproduce_main
+    from .studies.registry import main as reproduce_main
     return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
 
 
@@ -89,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_sample)
 
     r = sub.add_parser("run", help="run a scenario and write its output folder")
-    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml")
+    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml, or the name "
+                                    "of a shipped scenario, e.g. quickstart")
     r.add_argument("--clock", choices=["virtual", "wall"], default="virtual",
                    help="virtual: deterministic discrete-event engine (default); "
                         "wall: worker processes exchanging UDP datagrams in real time")
