@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import __version__
+from .errors import UserError
 
 
 def _cmd_sample(args) -> int:
@@ -34,9 +36,13 @@ def _cmd_decode(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from .resources import scenario_source
+    from .resources import scenario_names, scenario_source
     from .run import print_summary, run_virtual
     from .scenario import load_scenario
+    source = scenario_source(args.scenario)            # a file, or a shipped scenario's name
+    if source == args.scenario and not Path(source).exists() and not any(c in source for c in "/.\\"):
+        raise UserError("%s: no such file, nor a shipped scenario (shipped: %s)"
+                        % (source, ", ".join(scenario_names())))
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append("scenario.seed=%d" % args.seed)
@@ -46,7 +52,7 @@ def _cmd_run(args) -> int:
         value = getattr(args, key, None)
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
-    scn = load_scenario(scenario_source(args.scenario), overrides)   # a file, or a shipped name
+    scn = load_scenario(source, overrides)
     if args.no_plots:
         scn.output.plots = False
     if args.clock == "wall":
@@ -156,8 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    from .errors import UserError
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

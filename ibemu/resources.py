@@ -33,7 +33,7 @@ def scenario_names() -> list[str]:
 def shipped_scenario(name: str) -> Traversable:
     """The shipped scenario file *name* (``"quickstart"`` or ``"quickstart.toml"``);
     :class:`FileNotFoundError` when there is none."""
-    stem = name[:-len(".toml")] if name.endswith(".toml") else name
+    stem = name.removesuffix(".toml")
     f = files(SCENARIOS) / (stem + ".toml")
     if "/" in name or not stem or not f.is_file():
         raise FileNotFoundError("no shipped scenario named %r (shipped: %s)"

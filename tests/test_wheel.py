@@ -48,7 +48,8 @@ def _env() -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +85,10 @@ def outside(tmp_path: Path) -> Path:
 
 
 def test_the_venv_imports_the_installed_package(installed: Path, outside: Path) -> None:
-    p = _run([str(installed / "python"), "-c",
-              "import ibemu, ibemu.layers, ibemu.resources as r; "
-              "print(ibemu.__file__); print(ibemu.layers.__file__); print(r.lua_plugin()); "
-              "print(' '.join(r.scenario_names()))"], cwd=outside)
+    code = ("import ibemu, ibemu.layers, ibemu.resources as r; "
+            "print(ibemu.__file__); print(ibemu.layers.__file__); print(r.lua_plugin()); "
+            "print(' '.join(r.scenario_names()))")
+    p = _run([str(installed / "python"), "-c", code], cwd=outside)
     assert p.returncode == 0, p.stderr
     pkg, layers, lua, names = p.stdout.splitlines()
     venv_dir = installed.parent.resolve()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,7 @@ def run_reproduction(rep: Reproduction, out_dir: Path | str | None = None,
         scn = rep.build()
         window = (int(rep.window_ms[0] * PS_PER_MS), int(rep.window_ms[1] * PS_PER_MS))
         result = run_virtual(scn, out_dir=out_dir, progress=progress, window=window)
-        summary = result.summary
-        get = lambda metric: measure(summary, metric)   # noqa: E731
+        get = partial(measure, result.summary)
     rows = []
     for c in rep.checks:
         ours = get(c.metric)

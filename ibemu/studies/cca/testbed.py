@@ -21,6 +21,7 @@ buffers of ``buffer_packets`` MTU packets per port and VL.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...scenario import Scenario, scenario_from_dict
@@ -34,7 +35,7 @@ CONTRIBUTORS = ("BD", "CD", "AD")
 def dcms_testbed_dict(marking_rate: int | None = 2048, ccti_timer: int = 75, threshold: int = 15,
                       ccti_increase: int = 1, ccti_limit: int = 0, scale_ms_per_s: float = 0.25,
                       xy_bytes: int = 10_000_000, duration_ms: float = 20.0,
-                      starts_s: dict[str, float] | None = None, buffer_packets: int = 16, seed: int = 1,
+                      starts_s: Mapping[str, float] | None = None, buffer_packets: int = 16, seed: int = 1,
                       name: str = "dcms_testbed", cca: dict[str, Any] | None = None,
                       output: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scenario as a TOML-shaped dict.  ``marking_rate=None``: no congestion control
@@ -44,8 +45,8 @@ def dcms_testbed_dict(marking_rate: int | None = 2048, ccti_timer: int = 75, thr
     count = max(1, -(-xy_bytes // msg))
     flows: list[dict[str, Any]] = [{"name": "XY", "src": "X", "dst": "Y", "pattern": "messages",
                                     "message_size": msg, "count": count, "group": "victim"}]
-    for f in CONTRIBUTORS:
-        flows.append({"name": f, "src": f[0], "dst": f[1], "group": "contributors"})
+    for c in CONTRIBUTORS:
+        flows.append({"name": c, "src": c[0], "dst": c[1], "group": "contributors"})
     for f in flows:
         f["start"] = "%.6gus" % (starts[f["name"]] * scale_ms_per_s * 1000)
     raw: dict[str, Any] = {

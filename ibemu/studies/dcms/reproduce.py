@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..reproduction import Check, Reproduction, Runner, RunCache
+from ..reproduction import Check, Reproduction, RunCache, Runner
 from . import compare as C
 from .experiments import exp2_values, run_exp2
 from .figures import plot_exp2
@@ -31,10 +31,9 @@ def _compare(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, flo
     res = C.compare(full, cache)
     values = {"%s_%s_%s" % (topo, s, m): v[m] for topo, rows in res.items()
               for s, v in rows.items() for m in C.METRICS}
-    for topo in res:
-        v = lambda s, m: res[topo][s][m]            # noqa: E731
-        values[topo + "_dcms_victim_gain"] = v("cca_dcms", "victim") - v("cca_mr128", "victim")
-        values[topo + "_dcms_contributor_gain"] = v("cca_dcms", "contributors") - v("cca_mr0", "contributors")
+    for topo, v in res.items():
+        values[topo + "_dcms_victim_gain"] = v["cca_dcms"]["victim"] - v["cca_mr128"]["victim"]
+        values[topo + "_dcms_contributor_gain"] = v["cca_dcms"]["contributors"] - v["cca_mr0"]["contributors"]
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

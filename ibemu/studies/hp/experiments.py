@@ -45,6 +45,7 @@ def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float =
     gen, _, _ = expand_template("santos_fig1", params)
     gen["scenario"].update(name=name, seed=seed)
     if dynamic:
+        assert mean_on_us is not None, "dynamic flows need mean_on_us"
         on = "%gus" % mean_on_us
         for f in gen["flow"]:
             if f["group"] not in ("local", "remote"):

@@ -30,7 +30,7 @@ PACKET_US = 2048 / 1e3          # seed 003 Fig. 6 example: 2048-byte packets on 
 
 
 def _figure(w: float = 6.4, h: float = 4.0) -> Figure:
-    from matplotlib.figure import Figure     # only when plotting: matplotlib is slow to import
+    from matplotlib.figure import Figure  # only when plotting: matplotlib is slow to import
     return Figure(figsize=(w, h), tight_layout=True)
 
 
@@ -185,6 +185,8 @@ def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     utilization and remote/local ratio against buffer size for each output threshold
     ("none" = input-triggered only).  Full: buffers 2..16 × {none, 4, 6, 8, 16}, 500 ms
     (rates over the last 400 ms); CI: buffers {2, 8, 12} × {none, 4, 8}, 20 ms."""
+    buffers: tuple[int, ...]
+    thresholds: tuple[int | None, ...]
     if full:
         buffers, thresholds, d, t0 = (2, 4, 6, 8, 10, 12, 14, 16), (None, 4, 6, 8, 16), 500.0, 100.0
     else:
@@ -192,7 +194,7 @@ def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     values, table = {}, {}
     for thr in thresholds:
         for b in buffers:
-            hp = {"response": "lipd"}
+            hp: dict[str, Any] = {"response": "lipd"}
             if thr:
                 hp.update(marking="input-output", output_threshold=thr)
             m = measure(fig1(10, 10, b, d, victim="all", hp=hp, name="fig5-%s-%d" % (thr, b)), t0, d)

@@ -8,8 +8,7 @@ accept are here.  ``--full`` runs the paper's sweeps (minutes to an hour each).
 from __future__ import annotations
 
 from ..reproduction import Check, Reproduction
-from .figures import (run_compare, run_fig4, run_fig5, run_fig6, run_fig7, run_fig8a, run_fig8b,
-                      run_noncompliant)
+from .figures import run_compare, run_fig4, run_fig5, run_fig6, run_fig7, run_fig8a, run_fig8b, run_noncompliant
 
 __all__ = ["REPRODUCTIONS"]
 
