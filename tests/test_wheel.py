@@ -2,10 +2,11 @@
 ``ibemu reproduce fig2a`` and ``ibemu run`` of a shipped scenario by name work from a
 folder outside the source tree.
 
-The wheel is built from a copy of the tree (so no build/ or *.egg-info lands in it) and
-installed into a fresh venv made with ``--system-site-packages`` -- the dependencies come
-from the machine, the wheel goes in with ``--no-deps --ignore-installed`` (shadowing any
-ibemu the machine has, e.g. an editable one).  Commands run with the venv's ``ibemu``
+The wheel is built from a copy of the tree without its symbolic links ibemu/layers and
+ibemu/scenarios (as a source distribution has it; no build/ or *.egg-info lands in the
+tree) and installed into a fresh venv made with ``--system-site-packages`` -- the
+dependencies come from the machine, the wheel goes in with ``--no-deps
+--ignore-installed`` (shadowing any ibemu the machine has, e.g. an editable one).  Commands run with the venv's ``ibemu``
 script, from a temporary folder, without PYTHONPATH, so nothing of the source tree is on
 the path; the test checks that the imported package is the venv's.
 """
@@ -58,6 +59,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src, dist, env_dir = tmp / "src", tmp / "dist", tmp / "venv"
     shutil.copytree(ROOT, src, symlinks=True, ignore=IGNORE)
+    for link in ("layers", "scenarios"):     # as in a source distribution: the build must
+        (src / "ibemu" / link).unlink()      # not need the checkout's symbolic links
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)]
     if _offline_build_possible():
         cmd.insert(4, "--no-build-isolation")
