@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import __version__
+from .errors import UserError
 
 
 def _cmd_sample(args) -> int:
@@ -14,7 +16,8 @@ def _cmd_sample(args) -> int:
     print("wrote %d frames, one of every kind, to %s" % (len(frames), args.pcap))
     for label, link, frame in frames:
         print("  %-32s %s" % (label, summarize(frame, link)))
-    print("open it with: wireshark -X lua_script:layers/wireshark/ibemu.lua %s" % args.pcap)
+    from .resources import lua_plugin
+    print("open it with: wireshark -X lua_script:%s %s" % (lua_plugin(), args.pcap))
     return 0
 
 
@@ -33,8 +36,13 @@ def _cmd_decode(args) -> int:
 
 
 def _cmd_run(args) -> int:
+    from .resources import scenario_names, scenario_source
     from .run import print_summary, run_virtual
     from .scenario import load_scenario
+    source = scenario_source(args.scenario)            # a file, or a shipped scenario's name
+    if source == args.scenario and not Path(source).exists() and not any(c in source for c in "/.\\"):
+        raise UserError("%s: no such file, nor a shipped scenario (shipped: %s)"
+                        % (source, ", ".join(scenario_names())))
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append("scenario.seed=%d" % args.seed)
@@ -44,7 +52,7 @@ def _cmd_run(args) -> int:
         value = getattr(args, key, None)
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
-    scn = load_scenario(args.scenario, overrides)
+    scn = load_scenario(source, overrides)
     if args.no_plots:
         scn.output.plots = False
     if args.clock == "wall":
@@ -59,7 +67,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    from .reproduce import main as reproduce_main
+    from .studies.registry import main as reproduce_main
     return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
 
 
@@ -89,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_sample)
 
     r = sub.add_parser("run", help="run a scenario and write its output folder")
-    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml")
+    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml, or the name "
+                                    "of a shipped scenario, e.g. quickstart")
     r.add_argument("--clock", choices=["virtual", "wall"], default="virtual",
                    help="virtual: deterministic discrete-event engine (default); "
                         "wall: worker processes exchanging UDP datagrams in real time")
@@ -153,8 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    from .errors import UserError
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

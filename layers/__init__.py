@@ -1,6 +1,6 @@
 """Scapy layers for the frames ibemu exchanges: the wire format as a person inspects it.
 
-    >>> from layers import *
+    >>> from ibemu.layers import *
     >>> pkt = LRH(dlid=5, slid=3)/BTH(opcode="RC_SEND_ONLY", destqp=0x12, psn=100)/Raw(b"hi")
     >>> LRH(bytes(pkt)).summary()
 """

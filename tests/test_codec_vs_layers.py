@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from scapy.layers.inet import UDP
 from scapy.packet import Raw, raw
 
+from ibemu.layers import BTH, EXT_LAYERS, GRH, LRH, IBEmu, IBLink
 from ibemu.wire import codec
 from ibemu.wire.linkpkt import build_link, link_crc_ok, parse_link
 from ibemu.wire.opcodes import OPCODES
 from ibemu.wire.shim import (DEFAULT_PORT_BASE, KIND_LINK, KIND_PACKET, SHIM_LEN, pack_shim,
                              unpack_shim)
-from layers import BTH, EXT_LAYERS, GRH, LRH, IBEmu, IBLink
 
 ALL_OPCODES = sorted(OPCODES)
 

@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ibemu.capture.erf import ErfPcapWriter
+from ibemu.layers import (BTH, CCMgt, CACongestionEntry, CACongestionSetting, CCTEntry,
+                          CongestionControlTable, LRH, MAD, PerfMgt, PortCounters,
+                          PortCountersExtended, SwitchCongestionSetting, SwitchPortCongestionElement,
+                          SwitchPortCongestionSetting)
 from ibemu.wire import mad as M
 from ibemu.wire.codec import icrc_ok, parse, vcrc_ok
-from layers import (BTH, CCMgt, CACongestionEntry, CACongestionSetting, CCTEntry,
-                    CongestionControlTable, LRH, MAD, PerfMgt, PortCounters,
-                    PortCountersExtended, SwitchCongestionSetting, SwitchPortCongestionElement,
-                    SwitchPortCongestionSetting)
 
 
 def values_for(layout):

@@ -1,20 +1,22 @@
 """Seed 003 Figures 2 and 3 (congestion spreading without congestion control),
 reproduced by running the emulator; the accepted ranges are in the reproduction table
-(ibemu/reproduce.py) next to the paper's words, and restated here where the physics
-gives an exact expectation."""
+(ibemu/studies/santos.py and the schemes' studies) next to the paper's words, and
+restated here where the physics gives an exact expectation."""
 import pytest
 
-from ibemu.reproduce import BY_ID, REPRODUCTIONS, format_rows, run_reproduction
+from ibemu.studies.registry import BY_ID, REPRODUCTIONS, RunCache, format_rows, run_reproduction
 
 
 @pytest.fixture(scope="module")
 def results():
-    cache = {}
+    """Each reproduction run once for this module; runs shared between figures (the
+    DCMS testbed's) once too, as in one ``ibemu reproduce all``."""
+    done, runs = {}, RunCache()
 
     def get(rid):
-        if rid not in cache:
-            cache[rid] = run_reproduction(BY_ID[rid], progress=False)
-        return cache[rid]
+        if rid not in done:
+            done[rid] = run_reproduction(BY_ID[rid], progress=False, cache=runs)
+        return done[rid]
     return get
 
 

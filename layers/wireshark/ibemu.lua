@@ -1,6 +1,8 @@
 -- ibemu.lua -- Wireshark / tshark plugin for the frames ibemu puts on the wire.
 --
 -- Load it with   tshark -X lua_script:layers/wireshark/ibemu.lua -r capture.pcap
+-- (from a source checkout; installed, it is ibemu/layers/wireshark/ibemu.lua inside the
+-- package, whose path `ibemu sample` prints),
 -- or copy it to the personal plugin folder (Help > About > Folders) and restart.
 -- Checked with Wireshark/tshark 4.0 (Lua 5.2).
 --

@@ -6,9 +6,10 @@ Congestion Control Annex"), selected by ``[cc] scheme = "cca"``:
 - :mod:`.config` -- the scenario's ``[cc.cca]`` table; :mod:`.opensm` -- OpenSM options;
 - :mod:`.switch` -- Threshold detection and Marking_Rate FECN marking;
 - :mod:`.hca` -- CCTI, CCTI_Timer and the CCT injection delay at the source;
-- :mod:`.mad_settings` -- the settings as CC MAD attributes (Get/Set in band);
-- :mod:`.testbed` -- seed 002's two-switch, six-host DCMS testbed; :mod:`.experiments`
-  (its runs, measured) and :mod:`.reproduce` (Figures 3 and 4 for `ibemu reproduce`).
+- :mod:`.mad_settings` -- the settings as CC MAD attributes (Get/Set in band).
+
+Seed 002's two-switch, six-host DCMS testbed, its runs and Figures 3 and 4 for
+``ibemu reproduce`` are studies: :mod:`ibemu.studies.cca`.
 
 BECN/CNP notification is the transport's (:mod:`ibemu.fabric.qp`).
 """

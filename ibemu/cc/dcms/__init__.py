@@ -1,7 +1,7 @@
 """The DCMS manager of seed 002 (issue 7): the decision logic (algorithm.py), the manager
 node that sweeps counters and sets Marking_Rate in band (manager.py), and its settings
-(config.py); Experiment II on the testbed with the manager (testbed.py, experiments.py,
-figures.py, reproduce.py) and the comparison of schemes (compare.py).  docs/dcms.md."""
+(config.py).  Experiment II on the testbed with the manager and the comparison of
+schemes are studies: :mod:`ibemu.studies.dcms`.  docs/dcms.md."""
 from __future__ import annotations
 
 

@@ -6,8 +6,10 @@
 - notification is in the transport (:mod:`ibemu.fabric.qp`, seed 000 §3);
 - :mod:`.functions`: FIMD, LIPD, AIMD and their tables; :mod:`.response`: the hybrid
   rate/window source response with CWND, OUTS, CIPD, RPI, APSN, RWL;
-- :mod:`.manager`: the subnet manager that paces non-compliant CAs (seed 000 §6.2);
-- :mod:`.reproduce`: seed 003 Figures 4–8 and the comparison on Figure 2's scenario.
+- :mod:`.manager`: the subnet manager that paces non-compliant CAs (seed 000 §6.2).
+
+The studies (seed 003 Figures 4–8, the comparison on Figure 2's scenario) are in
+:mod:`ibemu.studies.hp`.
 """
 from __future__ import annotations
 

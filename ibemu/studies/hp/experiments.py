@@ -9,14 +9,23 @@ remote/local ratio and Jain's index among local and remote flows.
 """
 from __future__ import annotations
 
-from ...config import PS_PER_MS
-from ...scenario import scenario_from_dict
+from pathlib import Path
+from typing import Any, Literal
+
+from ...results import jain_index
+from ...run import run_virtual
+from ...scenario import Scenario, scenario_from_dict
 from ...topologies import expand_template
+from ...units import PS_PER_MS
+
+__all__ = ["fig1", "measure"]
 
 
-def fig1(L=10, R=10, buffer_packets=4, duration_ms=20.0, victim="all", hp=None, window=None,
-         dynamic=None, mean_on_us=None, seed=1, name="hp"):
-    """The Figure 1 scenario as a :class:`~ibemu.config.Scenario`.
+def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float = 20.0,
+         victim: tuple[float, float] | Literal["all"] | None = "all", hp: dict[str, Any] | None = None,
+         window: int | None = None, dynamic: Literal["half", "all"] | None = None,
+         mean_on_us: float | None = None, seed: int = 1, name: str = "hp") -> Scenario:
+    """The Figure 1 scenario as a :class:`~ibemu.scenario.Scenario`.
 
     *victim*: (start_ms, stop_ms), "all" (the whole run) or None.  *hp*: the ``[cc.hp]``
     table (None: no congestion control).  *window*: a static window for every flow (the
@@ -36,6 +45,7 @@ def fig1(L=10, R=10, buffer_packets=4, duration_ms=20.0, victim="all", hp=None, 
     gen, _, _ = expand_template("santos_fig1", params)
     gen["scenario"].update(name=name, seed=seed)
     if dynamic:
+        assert mean_on_us is not None, "dynamic flows need mean_on_us"
         on = "%gus" % mean_on_us
         for f in gen["flow"]:
             if f["group"] not in ("local", "remote"):
@@ -55,11 +65,11 @@ def fig1(L=10, R=10, buffer_packets=4, duration_ms=20.0, victim="all", hp=None, 
     return scenario_from_dict(gen, label=name)
 
 
-def measure(scn, t_from_ms, t_to_ms, out_dir=None, extra_windows=None) -> dict:
+def measure(scn: Scenario, t_from_ms: float, t_to_ms: float, out_dir: Path | None = None,
+            extra_windows: dict[str, tuple[float, float]] | None = None) -> dict[str, float]:
     """Run *scn* and return its figures over [t_from_ms, t_to_ms] (fractions of link
     rate); *extra_windows* {prefix: (from_ms, to_ms)} adds the same figures over other
     windows of the same run, as "prefix:metric"."""
-    from ...run import run_virtual
     w = (int(t_from_ms * PS_PER_MS), int(t_to_ms * PS_PER_MS))
     r = run_virtual(scn, out_dir=out_dir, progress=False, window=w)
     m = _figures(r.summary)
@@ -71,7 +81,7 @@ def measure(scn, t_from_ms, t_to_ms, out_dir=None, extra_windows=None) -> dict:
     return m
 
 
-def _figures(s) -> dict:
+def _figures(s: dict[str, Any]) -> dict[str, float]:
     m = {"root": s["links"]["root"]["window"]["data_utilization"],
          "inter": s["links"]["inter"]["window"]["data_utilization"]}
     for g, d in s["groups"].items():
@@ -82,5 +92,5 @@ def _figures(s) -> dict:
     if "local" in m and "remote" in m:
         m["remote/local"] = m["remote"] / m["local"] if m["local"] else float("inf")
         tp = [f["window"]["throughput"] for f in s["flows"].values() if f["group"] in ("local", "remote")]
-        m["jain"] = (sum(tp) ** 2 / (len(tp) * sum(x * x for x in tp))) if any(tp) else 1.0
+        m["jain"] = jain_index(tp)
     return m

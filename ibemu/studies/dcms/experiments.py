@@ -2,7 +2,7 @@
 by :mod:`.reproduce` and the tests.
 
 Per run: each flow's throughput per bin as a fraction of SDR (wire bytes, as
-:mod:`ibemu.cc.cca.experiments`), the counter growth rates of Figure 5(b) from the
+:mod:`ibemu.studies.cca.experiments`), the counter growth rates of Figure 5(b) from the
 run's port-counter samples -- PortXmitTimeCong of (S2, 23) and PortXmitWait of (S1, 15)
 as the fraction of time they grew (ticks × tick / time), PortXmitData of (S1, 15) as a
 fraction of SDR (4 × words / (SDR × time)) -- and the manager's decisions with their
@@ -10,24 +10,34 @@ times.  Times are reported in the paper's seconds (emulated ms / scale).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 
-from ...config import PS_PER_MS, PS_PER_S
 from ...run import run_virtual
+from ...units import PS_PER_MS, PS_PER_S
 from ..cca.testbed import CONTRIBUTORS
+from ..reproduction import RunCache
 from .testbed import experiment2
+
+__all__ = ["FLOWS", "SCALE", "run_exp2", "mean", "counter_mean", "exp2_values"]
 
 FLOWS = ("XY",) + CONTRIBUTORS
 SCALE = 1.0                         # emulated ms per paper second (testbed.py)
-_cache: dict = {}
 
 
-def run_exp2(scenario: int = 1, duration_s: float = 30.0, **kw) -> dict:
-    """One Experiment II run (memoized on its arguments); keywords go to
-    :func:`~ibemu.cc.dcms.testbed.experiment2_dict`."""
-    key = (scenario, duration_s, tuple(sorted(kw.items())))
-    if key in _cache:
-        return _cache[key]
+def run_exp2(scenario: int = 1, duration_s: float = 30.0, cache: RunCache | None = None,
+             **kw: Any) -> dict[str, Any]:
+    """One Experiment II run, measured; memoised in *cache* on its arguments.  Keywords
+    go to :func:`~ibemu.studies.dcms.testbed.experiment2_dict`."""
+    if cache is None:
+        return _run_exp2(scenario, duration_s, **kw)
+    return cache.get(("dcms.run_exp2", scenario, duration_s, tuple(sorted(kw.items()))),
+                     lambda: _run_exp2(scenario, duration_s, **kw))
+
+
+def _run_exp2(scenario: int, duration_s: float, **kw: Any) -> dict[str, Any]:
     scn = experiment2(scenario=scenario, duration_s=duration_s, scale_ms_per_s=SCALE, **kw)
     r = run_virtual(scn, progress=False)
     m = r.metrics
@@ -39,11 +49,13 @@ def run_exp2(scenario: int = 1, duration_s: float = 30.0, **kw) -> dict:
     t = np.array(m.port_times, dtype=float)
     dt = np.diff(t)
 
-    def rate(label, name):
+    def rate(label: str, name: str) -> np.ndarray:
         v = np.array(m.port_samples[label][name], dtype=float)
         return np.diff(v) / dt
 
-    tick_ps = lambda rate_bps: max(1, 64 * PS_PER_S // rate_bps)          # counters.py
+    def tick_ps(rate_bps: float) -> float:                # a counter tick (ps): ibemu/fabric/counters.py
+        return max(1, 64 * PS_PER_S // rate_bps)
+
     inter = m.link_capacity["inter"] if "inter" in m.link_capacity else 4 * sdr
     counters = {
         "C_S2_23": rate("S2:23", "PortXmitTimeCong") * tick_ps(sdr),
@@ -54,34 +66,32 @@ def run_exp2(scenario: int = 1, duration_s: float = 30.0, **kw) -> dict:
     mr = m.traces.get(("Marking_Rate", "S2:23"), [])
     msgs = np.cumsum(m.flow_bins("XY", "messages"))
     done = np.nonzero(msgs >= scn.flows[[f.name for f in scn.flows].index("XY")].count)[0]
-    out = {"wire": wire, "bin_s": bin_s, "counter_t_s": (t[1:] + t[:-1]) / 2 / PS_PER_MS / SCALE,
-           "counters": counters, "decisions": decisions,
-           "marking_rate": [(tt / PS_PER_MS / SCALE, v) for tt, v in mr],
-           "lows": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.low in text]
-           if scn.cc.dcms else [],
-           "defaults": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.default in text]
-           if scn.cc.dcms else [],
-           "xy_done_s": float((done[0] + 1) * bin_s) if len(done) else None,
-           "counters_raw": r.counters, "duration_s": duration_s,
-           "default_mr": scn.cc.dcms.default if scn.cc.dcms else None}
-    _cache[key] = out
-    return out
+    return {"wire": wire, "bin_s": bin_s, "counter_t_s": (t[1:] + t[:-1]) / 2 / PS_PER_MS / SCALE,
+            "counters": counters, "decisions": decisions,
+            "marking_rate": [(tt / PS_PER_MS / SCALE, v) for tt, v in mr],
+            "lows": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.low in text]
+            if scn.cc.dcms else [],
+            "defaults": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.default in text]
+            if scn.cc.dcms else [],
+            "xy_done_s": float((done[0] + 1) * bin_s) if len(done) else None,
+            "counters_raw": r.counters, "duration_s": duration_s,
+            "default_mr": scn.cc.dcms.default if scn.cc.dcms else None}
 
 
-def mean(run: dict, flows, t0_s: float, t1_s: float) -> float:
+def mean(run: dict[str, Any], flows: Iterable[str], t0_s: float, t1_s: float) -> float:
     """Mean throughput (fraction of SDR) of the sum of *flows* over [t0, t1) paper s."""
     a, b = int(round(t0_s / run["bin_s"])), int(round(t1_s / run["bin_s"]))
     s = sum(run["wire"][f] for f in flows)
     return float(np.mean(s[a:b])) if b > a else float("nan")
 
 
-def counter_mean(run: dict, name: str, t0_s: float, t1_s: float) -> float:
+def counter_mean(run: dict[str, Any], name: str, t0_s: float, t1_s: float) -> float:
     t = run["counter_t_s"]
     sel = (t >= t0_s) & (t < t1_s)
     return float(np.mean(run["counters"][name][sel])) if sel.any() else float("nan")
 
 
-def exp2_values(run: dict, scenario: int) -> dict:
+def exp2_values(run: dict[str, Any], scenario: int) -> dict[str, float]:
     """The numbers seed 002 §4.3 reports for Figure 5 (Scenario 1) or 6 (Scenario 2),
     measured on *run* (times in the paper's seconds, rates as fractions of SDR or of
     time: see the module docstring)."""

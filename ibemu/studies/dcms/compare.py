@@ -14,17 +14,24 @@ marking, LIPD, window 1), the IBA CCA at a fixed Marking_Rate (128, DCMS's Defau
 CCA settings on both: Threshold 15, CCTI_Increase 1, CCTI_Limit 0, CCTI_Timer 75.
 Metrics over the window: victim throughput (fraction of its link), contributors' aggregate
 (fraction of the root link), root link data utilisation, and Jain's fairness index over
-the contributors, (Σx)² / (n·Σx²).
+the contributors, (Σx)² / (n·Σx²) (:func:`ibemu.results.jain_index`).
 """
 from __future__ import annotations
 
 import copy
+from pathlib import Path
+from typing import Any
 
-from ...config import PS_PER_MS
+from ...results import jain_index
 from ...run import run_virtual
 from ...scenario import scenario_from_dict
 from ...topologies import expand_template
+from ...units import PS_PER_MS
+from ..reproduction import RunCache
 from .testbed import experiment2_dict
+
+__all__ = ["SCHEMES", "LABELS", "METRICS", "santos_dict", "testbed_dict", "run_case", "compare",
+           "table", "plot"]
 
 SCHEMES = ("none", "hp", "cca_mr128", "cca_mr0", "cca_dcms")
 LABELS = {"none": "no control", "hp": "HP (input, LIPD)", "cca_mr128": "CCA MR 128",
@@ -33,22 +40,22 @@ METRICS = ("victim", "contributors", "root", "fairness")
 HP = {"marking": "input", "response": "lipd", "rates": "discrete"}
 CCA = {"Threshold": 15, "CCTI_Increase": 1, "CCTI_Limit": 0, "CCTI_Timer": 75}
 DCMS = {"T_C": 0.18, "T_W": 0.60, "T_D": 0.03, "T_I": 12, "low": 0, "default": 128}
-_cache: dict = {}
+Window = tuple[float, float]
 
 
-def _cc(scheme: str, manager: str, tau: str) -> dict:
+def _cc(scheme: str, manager: str, tau: str) -> dict[str, Any]:
     if scheme == "none":
         return {"scheme": "none"}
     if scheme == "hp":
         return {"scheme": "hp", "hp": dict(HP)}
     mr = {"cca_mr128": 128, "cca_mr0": 0, "cca_dcms": DCMS["default"]}[scheme]
-    cc = {"scheme": "cca", "cca": {**CCA, "Marking_Rate": mr}}
+    cc: dict[str, Any] = {"scheme": "cca", "cca": {**CCA, "Marking_Rate": mr}}
     if scheme == "cca_dcms":
         cc["dcms"] = {"manager": manager, "tau": tau, **DCMS}
     return cc
 
 
-def santos_dict(scheme: str, full: bool = False) -> tuple[dict, tuple]:
+def santos_dict(scheme: str, full: bool = False) -> tuple[dict[str, Any], Window]:
     """The seed 003 Figure 2 scenario under *scheme*; returns (raw, window ms)."""
     dur, victim, window = ((100, (40, 60), (45, 55)) if full else (20, (8, 16), (10, 16)))
     gen, _, _ = expand_template("santos_fig1", {"L": 5, "R": 1, "buffer_packets": 4,
@@ -64,7 +71,7 @@ def santos_dict(scheme: str, full: bool = False) -> tuple[dict, tuple]:
     return raw, window
 
 
-def testbed_dict(scheme: str, full: bool = False) -> tuple[dict, tuple]:
+def testbed_dict(scheme: str, full: bool = False) -> tuple[dict[str, Any], Window]:
     """Experiment II's flows on the DCMS testbed under *scheme*; (raw, window ms)."""
     raw = experiment2_dict(1, duration_s=20, scale_ms_per_s=1.0, dcms=scheme == "cca_dcms",
                            marking_rate={"cca_mr0": 0}.get(scheme, 128),
@@ -78,30 +85,36 @@ ROLES = {"santos": ("victim", ("local1", "local2", "local3", "local4", "local5",
          "testbed": ("XY", ("BD", "CD", "AD"))}
 
 
-def run_case(topology: str, scheme: str, full: bool = False) -> dict:
-    key = (topology, scheme, full)
-    if key in _cache:
-        return _cache[key]
+def run_case(topology: str, scheme: str, full: bool = False,
+             cache: RunCache | None = None) -> dict[str, Any]:
+    """One scenario under one scheme, measured over its window; memoised in *cache*."""
+    if cache is None:
+        return _run_case(topology, scheme, full)
+    return cache.get(("dcms.compare", topology, scheme, full), lambda: _run_case(topology, scheme, full))
+
+
+def _run_case(topology: str, scheme: str, full: bool) -> dict[str, Any]:
     raw, window = (santos_dict if topology == "santos" else testbed_dict)(scheme, full)
-    scn = scenario_from_dict(raw, label="compare %s %s" % key[:2])
+    scn = scenario_from_dict(raw, label="compare %s %s" % (topology, scheme))
     r = run_virtual(scn, progress=False, window=(int(window[0] * PS_PER_MS), int(window[1] * PS_PER_MS)))
     flows = r.summary["flows"]
     victim, contributors = ROLES[topology]
     xs = [flows[f]["window"]["normalized"] for f in contributors]
-    out = {"victim": flows[victim]["window"]["normalized"], "contributors": sum(xs),
-           "root": r.summary["links"]["root"]["window"]["data_utilization"],
-           "fairness": sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0,
-           "window_ms": window, "decisions": len([e for e in r.metrics.events if e[1] == "M"])}
-    _cache[key] = out
-    return out
+    return {"victim": flows[victim]["window"]["normalized"], "contributors": sum(xs),
+            "root": r.summary["links"]["root"]["window"]["data_utilization"],
+            "fairness": jain_index(xs),
+            "window_ms": window, "decisions": len([e for e in r.metrics.events if e[1] == "M"])}
 
 
-def compare(full: bool = False) -> dict:
+Results = dict[str, dict[str, dict[str, Any]]]
+
+
+def compare(full: bool = False, cache: RunCache | None = None) -> Results:
     """{topology: {scheme: metrics}} for every topology and scheme."""
-    return {topo: {s: run_case(topo, s, full) for s in SCHEMES} for topo in ("santos", "testbed")}
+    return {topo: {s: run_case(topo, s, full, cache) for s in SCHEMES} for topo in ("santos", "testbed")}
 
 
-def table(results: dict) -> str:
+def table(results: Results) -> str:
     """A Markdown table of :func:`compare`'s results."""
     lines = ["| scenario | scheme | victim | contributors | root | fairness (Jain) | DCMS decisions |",
              "|---|---|---|---|---|---|---|"]
@@ -113,7 +126,7 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(results: dict, path) -> None:
+def plot(results: Results, path: Path) -> None:
     import numpy as np
     from matplotlib.figure import Figure
     fig = Figure(figsize=(11, 4), dpi=110)

@@ -1,7 +1,7 @@
 """The runners of the HP reproductions (:mod:`.reproduce`): seed 003 Figures 4–8, the
 comparison on Figures 2–3's scenario, and the non-compliant CA scenario.
 
-Each ``run_*(out_dir, full)`` runs a CI-sized version by default (shorter runs, fewer
+Each ``run_*(out_dir, full, cache)`` (a :data:`~ibemu.studies.reproduction.Runner`) runs a CI-sized version by default (shorter runs, fewer
 points, a few seconds to ~30 s) or the paper's sweep with *full*, and returns its
 measurements as {metric: value}; plots and the values (JSON) go to *out_dir*.  Only the
 paper's words appear here (plot titles); the accepted ranges live in :mod:`.reproduce`.
@@ -9,20 +9,32 @@ paper's words appear here (plot titles); the accepted ranges live in :mod:`.repr
 from __future__ import annotations
 
 import json
+from importlib.resources import as_file, files
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ...cc.hp.functions import RateTable, make_function
+from ...resources import SCENARIOS
+from ...scenario import load_scenario
+from ..reproduction import RunCache
 from .experiments import fig1, measure
-from .functions import RateTable, make_function
+
+__all__ = ["run_fig4", "run_fig5", "run_fig6", "run_fig7", "run_fig8a", "run_fig8b", "run_compare",
+           "run_noncompliant"]
+Values = dict[str, float]
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PACKET_US = 2048 / 1e3          # seed 003 Fig. 6 example: 2048-byte packets on 1 GB/s links
 
 
-def _figure(w=6.4, h=4.0):
-    from matplotlib.figure import Figure
+def _figure(w: float = 6.4, h: float = 4.0) -> Figure:
+    from matplotlib.figure import Figure  # only when plotting: matplotlib is slow to import
     return Figure(figsize=(w, h), tight_layout=True)
 
 
-def _save(out_dir, name, fig=None, data=None):
+def _save(out_dir: Path | None, name: str, fig: Figure | None = None, data: Values | None = None) -> None:
     if out_dir is None:
         return
     out = Path(out_dir)
@@ -33,7 +45,8 @@ def _save(out_dir, name, fig=None, data=None):
         (out / (name + ".json")).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def _bars(out_dir, name, title, rows, keys, paper_note=""):
+def _bars(out_dir: Path | None, name: str, title: str, rows: dict[str, dict[str, float]],
+          keys: list[str], paper_note: str = "") -> None:
     """A grouped bar chart: one group per row label, one bar per key."""
     if out_dir is None:
         return
@@ -53,12 +66,12 @@ def _bars(out_dir, name, title, rows, keys, paper_note=""):
 
 
 # ---------------------------------------------------------------- Figure 4
-FIG4_POLICIES = {"naive": {"marking": "naive"}, "input": {"marking": "input"},
+FIG4_POLICIES: dict[str, dict[str, Any]] = {"naive": {"marking": "naive"}, "input": {"marking": "input"},
                  "in-out-4": {"marking": "input-output", "output_threshold": 4},
                  "in-out-8": {"marking": "input-output", "output_threshold": 8}}
 
 
-def run_fig4(out_dir, full):
+def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """L=10, R=10, buffer 4, LIPD; each marking policy.  CI: 20 ms (victim 8–12 ms,
     rates over 4–20 ms); full: 100 ms (victim 40–60 ms, rates over 20–100 ms)."""
     d = 100.0 if full else 20.0
@@ -83,7 +96,7 @@ def run_fig4(out_dir, full):
 
 
 # ---------------------------------------------------------------- Figure 6
-def run_fig6(out_dir, full):
+def run_fig6(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """Recovery from Rmin to Rmax (Rmin = Rmax/256) by our increase functions, unmarked
     ACK after unmarked ACK (continuous: f_inc per ACK; discrete: the RPI tables), with
     2048-byte packets on 1 GB/s links."""
@@ -116,7 +129,7 @@ def run_fig6(out_dir, full):
 
 
 # ---------------------------------------------------------------- Figure 7
-def run_fig7(out_dir, full):
+def run_fig7(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """Static flows (L=R=10, victim all the time), input-triggered marking, each response
     function, discrete and continuous, against buffer size.  Full: buffers 2..16, 500 ms,
     rates over the last 400 ms.  CI: LIPD and FIMD at buffer 4 for 20 ms (rates over the
@@ -167,11 +180,13 @@ def run_fig7(out_dir, full):
 
 
 # ---------------------------------------------------------------- Figure 5
-def run_fig5(out_dir, full):
+def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """Input-output-triggered marking (LIPD, L=R=10, victim all the time): root
     utilization and remote/local ratio against buffer size for each output threshold
     ("none" = input-triggered only).  Full: buffers 2..16 × {none, 4, 6, 8, 16}, 500 ms
     (rates over the last 400 ms); CI: buffers {2, 8, 12} × {none, 4, 8}, 20 ms."""
+    buffers: tuple[int, ...]
+    thresholds: tuple[int | None, ...]
     if full:
         buffers, thresholds, d, t0 = (2, 4, 6, 8, 10, 12, 14, 16), (None, 4, 6, 8, 16), 500.0, 100.0
     else:
@@ -179,7 +194,7 @@ def run_fig5(out_dir, full):
     values, table = {}, {}
     for thr in thresholds:
         for b in buffers:
-            hp = {"response": "lipd"}
+            hp: dict[str, Any] = {"response": "lipd"}
             if thr:
                 hp.update(marking="input-output", output_threshold=thr)
             m = measure(fig1(10, 10, b, d, victim="all", hp=hp, name="fig5-%s-%d" % (thr, b)), t0, d)
@@ -212,7 +227,7 @@ def run_fig5(out_dir, full):
 
 
 # ---------------------------------------------------------------- Figure 8
-def run_fig8a(out_dir, full):
+def run_fig8a(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """Half the local and remote flows ON/OFF (mean ON = mean OFF), LIPD, discrete:
     aggregate rate of static and dynamic flows against mean ON time, with and without
     persistent CC state.  Full: ON 0.01..30 ms, runs of max(500 ms, 20 ON/OFF cycles) as
@@ -249,7 +264,7 @@ def run_fig8a(out_dir, full):
     return values
 
 
-def run_fig8b(out_dir, full):
+def run_fig8b(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """All flows but the victim ON/OFF, persistent state, discrete rates: root and
     inter-switch utilization against mean ON time for FIMD, LIPD and AIMD.  Full: ON
     0.01..30 ms, runs of max(500 ms, 20 ON/OFF cycles); CI: ON 10 µs (20 ms) and 0.5 ms
@@ -289,12 +304,12 @@ def run_fig8b(out_dir, full):
 
 
 # ---------------------------------------------------------------- the comparison
-COMPARE = {"no control": {}, "window 1": {"window": 1},
+COMPARE: dict[str, dict[str, Any]] = {"no control": {}, "window 1": {"window": 1},
            "HP FIMD": {"hp": {"response": "fimd"}}, "HP LIPD": {"hp": {"response": "lipd"}},
            "HP AIMD": {"hp": {"response": "aimd"}}}
 
 
-def run_compare(out_dir, full):
+def run_compare(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """Seed 003 Figure 2's scenario (L=5, R=1, buffer 4, victim 40–60 % of the run) and
     the same with R=5 (Figure 3's) under no control, a window of one packet, and the HP
     scheme (input-triggered marking) with each response function: victim throughput
@@ -325,15 +340,16 @@ def run_compare(out_dir, full):
 
 
 # ---------------------------------------------------------------- non-compliant CAs
-def run_noncompliant(out_dir, full):
-    """scenarios/hp_noncompliant.toml: source L1 ignores notification; with and without
-    the subnet manager (seed 000 §6.2).  L1's share of the root over the last 3/4."""
-    from ...scenario import load_scenario
-    here = Path(__file__).resolve().parents[3] / "scenarios" / "hp_noncompliant.toml"
+def run_noncompliant(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
+    """The shipped scenario hp_noncompliant.toml: source L1 ignores notification; with
+    and without the subnet manager (seed 000 §6.2).  L1's share of the root over the
+    last 3/4."""
     d = 40.0 if full else 20.0
     values = {}
     for tag, overrides in (("manager", []), ("no manager", ['cc.hp.manager=""'])):
-        scn = load_scenario(here, ['template.duration="%gms"' % d, 'template.victim_stop="%gms"' % d] + overrides)
+        with as_file(files(SCENARIOS) / "hp_noncompliant.toml") as path:
+            scn = load_scenario(path, ['template.duration="%gms"' % d, 'template.victim_stop="%gms"' % d]
+                                + overrides)
         m = measure(scn, d / 4, d)
         values[tag + ":L1 share of root"] = m["flow:local1"] / m["root"]
         values[tag + ":root"] = m["root"]

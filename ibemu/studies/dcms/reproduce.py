@@ -17,21 +17,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...reproduce import Check, Reproduction
+from ..reproduction import Check, Reproduction, RunCache, Runner
+from . import compare as C
 from .experiments import exp2_values, run_exp2
+from .figures import plot_exp2
+
+__all__ = ["REPRODUCTIONS"]
 
 CI_S, FULL_S = 28.0, 90.0
 
 
-def _compare(out_dir, full):
-    from . import compare as C
-    res = C.compare(full)
+def _compare(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]:
+    res = C.compare(full, cache)
     values = {"%s_%s_%s" % (topo, s, m): v[m] for topo, rows in res.items()
               for s, v in rows.items() for m in C.METRICS}
-    for topo in res:
-        v = lambda s, m: res[topo][s][m]            # noqa: E731
-        values[topo + "_dcms_victim_gain"] = v("cca_dcms", "victim") - v("cca_mr128", "victim")
-        values[topo + "_dcms_contributor_gain"] = v("cca_dcms", "contributors") - v("cca_mr0", "contributors")
+    for topo, v in res.items():
+        values[topo + "_dcms_victim_gain"] = v["cca_dcms"]["victim"] - v["cca_mr128"]["victim"]
+        values[topo + "_dcms_contributor_gain"] = v["cca_dcms"]["contributors"] - v["cca_mr0"]["contributors"]
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -41,12 +43,11 @@ def _compare(out_dir, full):
     return values
 
 
-def _runner(scenario: int):
-    def run(out_dir, full):
-        r = run_exp2(scenario, FULL_S if full else CI_S)
+def _runner(scenario: int) -> Runner:
+    def run(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]:
+        r = run_exp2(scenario, FULL_S if full else CI_S, cache=cache)
         values = exp2_values(r, scenario)
         if out_dir is not None:
-            from .figures import plot_exp2
             out = Path(out_dir)
             out.mkdir(parents=True, exist_ok=True)
             plot_exp2(r, scenario, out / ("fig%d.png" % (4 + scenario)))
@@ -71,7 +72,7 @@ _COMMON = [
     Check("victim_recovered", "X→Y rebounds to ≈ 8 Gb/s while Low", 0.93, 1.01),
 ]
 
-REPRODUCTIONS = [
+REPRODUCTIONS: list[Reproduction] = [
     Reproduction(
         "dcms_fig5", "DCMS Scenario 1: long Low-MR duration threshold (T_I 12 sweeps)",
         "seed 002 §4.3, Figure 5", None, None,

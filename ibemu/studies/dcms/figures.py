@@ -3,16 +3,21 @@ throughput with the Marking_Rate DCMS set on (S2, 23), (b) the counter growth ra
 DCMS watches.  Matplotlib's object API only (no pyplot state)."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from .experiments import FLOWS
 
+__all__ = ["plot_exp2"]
 
-def _smooth(y, k=5):
+
+def _smooth(y: np.ndarray, k: int = 5) -> np.ndarray:
     return np.convolve(y, np.ones(k) / k, "same")
 
 
-def plot_exp2(run: dict, scenario: int, path) -> None:
+def plot_exp2(run: dict[str, Any], scenario: int, path: Path) -> None:
     from matplotlib.figure import Figure
     fig = Figure(figsize=(10, 6.5), dpi=110)
     ax1, ax2 = fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2)

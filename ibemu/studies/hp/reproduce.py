@@ -7,11 +7,12 @@ accept are here.  ``--full`` runs the paper's sweeps (minutes to an hour each).
 """
 from __future__ import annotations
 
-from ...reproduce import Check, Reproduction
-from .figures import (run_compare, run_fig4, run_fig5, run_fig6, run_fig7, run_fig8a, run_fig8b,
-                      run_noncompliant)
+from ..reproduction import Check, Reproduction
+from .figures import run_compare, run_fig4, run_fig5, run_fig6, run_fig7, run_fig8a, run_fig8b, run_noncompliant
 
-REPRODUCTIONS = [
+__all__ = ["REPRODUCTIONS"]
+
+REPRODUCTIONS: list[Reproduction] = [
     Reproduction(
         "hp_fig4", "HP marking policies, L=10 R=10, buffer 4, LIPD", "seed 003 §5, Figure 4",
         None, None,

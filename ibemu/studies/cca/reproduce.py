@@ -13,17 +13,21 @@ the paper's {0, 8, 16, 32, 64, 128, 2048} × {75, 150, 300}.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
-from ...reproduce import Check, Reproduction
+from ..reproduction import Check, Reproduction, RunCache
 from .experiments import run_case
 from .testbed import CONTRIBUTORS
 
-def _fig3(out_dir, full):
+__all__ = ["REPRODUCTIONS"]
+
+
+def _fig3(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]:
     cases = [(0, 75), (0, 300), (2048, 75)]
-    res = {c: run_case(*c) for c in cases}
+    res = {c: run_case(*c, cache=cache) for c in cases}
     if out_dir is not None:
         from matplotlib.figure import Figure
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -53,10 +57,10 @@ def _fig3(out_dir, full):
     return values
 
 
-def _fig4(out_dir, full):
+def _fig4(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]:
     rates = (0, 8, 16, 32, 64, 128, 2048) if full else (0, 64, 2048)
     timers = (75, 150, 300) if full else (75, 300)
-    res = {(mr, tm): run_case(mr, tm) for tm in timers for mr in rates}
+    res = {(mr, tm): run_case(mr, tm, cache=cache) for tm in timers for mr in rates}
     if out_dir is not None:
         from matplotlib.figure import Figure
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -86,14 +90,13 @@ def _fig4(out_dir, full):
     return out
 
 
-def _write_values(out_dir, name, values) -> None:
+def _write_values(out_dir: Path | None, name: str, values: dict[str, float]) -> None:
     if out_dir is not None:
-        import json
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / name).write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
 
 
-REPRODUCTIONS = [
+REPRODUCTIONS: list[Reproduction] = [
     Reproduction(
         "dcms_fig3", "DCMS testbed: Marking_Rate 2048 vs 0 (CCTI_Timer 75/300)",
         "seed 002 §4.2, Figure 3", None, (8, 15),

@@ -1,0 +1,115 @@
+"""``ibemu reproduce``: the seed papers' figures, run on the emulator and compared with
+the published numbers.
+
+:data:`REPRODUCTIONS` lists every reproduction explicitly, in the order ``--list`` and
+``all`` use: seed 003 Figures 2–3 (:mod:`.santos`), the HP scheme (:mod:`.hp.reproduce`),
+the CCA on seed 002's testbed (:mod:`.cca.reproduce`) and DCMS (:mod:`.dcms.reproduce`).
+Each holds the scenario or runner, the measurement window and the paper's figures with
+the range we accept.  The emulator's numbers come only from running the scenario; the
+table is read only to print and judge them.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..run import run_virtual
+from ..units import PS_PER_MS
+from .cca.reproduce import REPRODUCTIONS as CCA
+from .dcms.reproduce import REPRODUCTIONS as DCMS
+from .hp.reproduce import REPRODUCTIONS as HP
+from .reproduction import Check, Reproduction, RunCache
+from .santos import REPRODUCTIONS as SANTOS
+
+__all__ = ["Check", "Reproduction", "RunCache", "REPRODUCTIONS", "BY_ID", "measure",
+           "RunnerResult", "run_reproduction", "format_rows", "main"]
+
+REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS]
+BY_ID: dict[str, Reproduction] = {r.id: r for r in REPRODUCTIONS}
+Row = tuple[Check, float, bool]
+
+
+def measure(summary: dict[str, Any], metric: str) -> float:
+    """A metric of a windowed summary, as a fraction of link rate."""
+    kind, _, name = metric.partition(":")
+    if kind == "link":
+        value: float = summary["links"][name]["window"]["data_utilization"]
+        return value
+    table = summary["flows" if kind == "flow" else "groups"]
+    value = table[name]["window"]["normalized"]
+    return value
+
+
+@dataclass
+class RunnerResult:
+    wall_seconds: float
+
+
+def run_reproduction(rep: Reproduction, out_dir: Path | str | None = None,
+                     progress: bool | None = None, full: bool = False,
+                     cache: RunCache | None = None) -> tuple[list[Row], bool, Any]:
+    """Run one figure; return (rows, passed, result) with rows (check, ours, ok);
+    *result* has ``wall_seconds`` (a run's :class:`~ibemu.run.RunResult` for a figure
+    of one scenario).  *cache*: runs shared with other figures of the same invocation
+    (default: this figure's own)."""
+    get: Callable[[str], float]
+    result: Any
+    if rep.runner is not None:
+        t0 = time.perf_counter()
+        values = rep.runner(None if out_dir is None else Path(out_dir), full,
+                            RunCache() if cache is None else cache)
+        result = RunnerResult(time.perf_counter() - t0)
+        get = values.__getitem__
+    else:
+        assert rep.build is not None and rep.window_ms is not None, rep.id
+        scn = rep.build()
+        window = (int(rep.window_ms[0] * PS_PER_MS), int(rep.window_ms[1] * PS_PER_MS))
+        result = run_virtual(scn, out_dir=out_dir, progress=progress, window=window)
+        get = partial(measure, result.summary)
+    rows = []
+    for c in rep.checks:
+        ours = get(c.metric)
+        rows.append((c, ours, c.lo <= ours <= c.hi))
+    return rows, all(r[-1] for r in rows), result
+
+
+def format_rows(rep: Reproduction, rows: list[Row]) -> str:
+    where = (", measured over %g–%g ms" % tuple(rep.window_ms)) if rep.window_ms else ""
+    lines = ["%s — %s (%s)%s" % (rep.id, rep.title, rep.source, where),
+             "  %-22s %-50s %9s  %-15s %s" % ("metric", "paper", "ours", "accepted", "")]
+    for c, ours, ok in rows:
+        if c.unit == "%":
+            val, rng = "%8.1f%%" % (100 * ours), "[%4.0f, %4.0f]%%" % (100 * c.lo, 100 * c.hi)
+        else:
+            val, rng = "%9.4g" % ours, "[%.4g, %.4g] %s" % (c.lo, c.hi, c.unit)
+        lines.append("  %-22s %-50s %s  %-15s %s" % (c.metric, c.paper, val, rng, "ok" if ok else "MISMATCH"))
+    return "\n".join(lines)
+
+
+def main(which: str | None, out_dir: str | Path | None = None, list_only: bool = False,
+         full: bool = False) -> int:
+    """``ibemu reproduce [ID|all]``: exit status 1 when a figure is outside its range."""
+    if list_only or not which:
+        for r in REPRODUCTIONS:
+            print("%-12s %-55s %s" % (r.id, r.title, r.source))
+        print("run one with `ibemu reproduce ID`, all with `ibemu reproduce all`")
+        return 0
+    ids = [r.id for r in REPRODUCTIONS] if which == "all" else [which]
+    for i in ids:
+        if i not in BY_ID:
+            raise UserError("unknown reproduction %r (known: %s, all)" % (i, ", ".join(BY_ID)))
+    failed = 0
+    cache = RunCache()                       # owned by this invocation
+    for i in ids:
+        rep = BY_ID[i]
+        out = Path(out_dir or "reproductions") / rep.id
+        rows, ok, result = run_reproduction(rep, out_dir=out, full=full, cache=cache)
+        print(format_rows(rep, rows))
+        print("  plots and series in %s/ (%.1f s wall)\n" % (out, result.wall_seconds))
+        failed += not ok
+    return 1 if failed else 0

@@ -1,0 +1,67 @@
+"""What a reproduction is: a figure of a seed paper, the checks that judge ours against
+the paper's words, and the cache of runs one study invocation shares.
+
+The types live here, apart from :mod:`.registry`, so that each study module
+(:mod:`.santos`, :mod:`.hp.reproduce`, ...) can declare its reproductions and the
+registry can list them without an import circle.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..scenario import Scenario
+
+__all__ = ["Check", "Reproduction", "RunCache", "Runner"]
+
+T = TypeVar("T")
+
+
+class RunCache:
+    """Runs memoised for one study invocation (``ibemu reproduce all`` shares the
+    DCMS testbed runs between Figures 3 and 4).  A run is a pure function of its
+    settings, so a key names the study and the settings, e.g. ``("cca", 2048, 75)``."""
+
+    def __init__(self) -> None:
+        self._runs: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value stored under *key*, computed (once) by *compute*."""
+        if key not in self._runs:
+            self._runs[key] = compute()
+        value: T = self._runs[key]
+        return value
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+
+Runner = Callable[[Path | None, bool, RunCache], dict[str, float]]
+"""``runner(out_dir, full, cache) -> {metric: value}``: plots and values go to *out_dir*
+(None: none), *full* asks for the paper's whole sweep instead of the CI-sized one."""
+
+
+@dataclass
+class Check:
+    metric: str          # "link:<label>", "flow:<name>" or "group:<name>" (fraction of link rate),
+                         # or any name a custom runner reports
+    paper: str           # what the paper says
+    lo: float            # accepted range for ours
+    hi: float
+    unit: str = "%"      # "%": shown as a percentage; else the unit printed after the value
+
+
+@dataclass
+class Reproduction:
+    """One figure.  Either *build* (a scenario run once, measured over *window_ms*) or
+    *runner* (:data:`Runner`) for figures made of several runs (sweeps, comparisons) or
+    of a formula."""
+    id: str
+    title: str
+    source: str
+    build: Callable[[], Scenario] | None
+    window_ms: tuple[float, float] | None
+    checks: list[Check] = field(default_factory=list)
+    runner: Runner | None = None
