@@ -39,9 +39,7 @@ import trio
 
 from ..config import PS_PER_S
 from ..sim.scheduler import INF, Scheduler, SimNode
-from .delivery import DUP_WINDOW, PortSocket, SeqCheck, SocketPorts
-
-__all__ = ["DUP_WINDOW", "OVERLOAD", "POLL_MASK", "SPIN", "NodeLoop", "PortSocket", "SeqCheck"]
+from .delivery import PortSocket, SocketPorts
 
 SPIN = 0.002
 """Poll instead of sleeping when the next event is this close (wall seconds); 0: never."""

@@ -188,7 +188,7 @@ class Scheduler:
         frames = 0
         seq = self.seq
         if poll is not None:
-            next_report = -INF                  # the wall clock polls after every event
+            next_report = -INF                  # the wall clock: poll in place of progress
         while heap and heap[0][0] < until:
             t, _, kind, node, port, frame, link = pop(heap)
             events += 1
@@ -231,13 +231,13 @@ class Scheduler:
                                 seq += 1
                                 frames += 1
                                 push(heap, (t0 + target[2], seq, k_deliver, target[0], target[1],
-                                                f, lk))
+                                            f, lk))
                             else:
                                 for extra, f2, lseq in inj.transmit(t0, f, lk):
                                     seq += 1
                                     frames += 1
                                     push(heap, (t0 + target[2] + extra, seq, k_faulty,
-                                                    target[0], target[1], f2, (lk, lseq, inj)))
+                                                target[0], target[1], f2, (lk, lseq, inj)))
                     outbox.clear()
                 else:
                     self.seq = seq
