@@ -15,7 +15,7 @@ import pstats
 import time
 
 from ibemu.build import build_fabric
-from ibemu.engine import VirtualEngine
+from ibemu.sim import VirtualEngine
 from ibemu.fabric.recorder import Recorder
 from ibemu.topologies import santos_fig1
 

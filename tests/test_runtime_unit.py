@@ -8,7 +8,8 @@ from ibemu.capture.erf import ErfPcapWriter, read_erf_pcap
 from ibemu.errors import UserError
 from ibemu.run import run_virtual
 from ibemu.runtime.addrmap import assign, port_keys, read_map, write_map
-from ibemu.runtime.loop import NodeLoop, SeqCheck
+from ibemu.runtime.delivery import SeqCheck
+from ibemu.runtime.loop import NodeLoop
 from ibemu.runtime.merge import merge_captures
 from ibemu.runtime.partition import partition
 from ibemu.runtime.sockets import free_port_block, rcvbuf_bytes
