@@ -111,7 +111,8 @@ def _opensm_text(ctx: Checker, path: str, raw: dict[str, Any]) -> tuple[str, str
         try:
             return f.read_text(encoding="utf-8"), "%s (%s)" % (fp, f)
         except (OSError, UnicodeDecodeError) as e:
-            raise ctx.err(fp, "cannot read %s: %s" % (f, getattr(e, "strerror", None) or e)) from None
+            why = (e.strerror if isinstance(e, OSError) else None) or e
+            raise ctx.err(fp, "cannot read %s: %s" % (f, why)) from None
     return None
 
 
