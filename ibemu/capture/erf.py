@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
+from typing import Self
+
+from ..atomic import StrPath
+from ..errors import UserError
 
 LINKTYPE_ERF = 197
 ERF_TYPE_INFINIBAND = 21
@@ -27,9 +32,6 @@ _REC = struct.Struct("<IIII")
 _ERF_TAIL = struct.Struct(">HHH")
 ERF_HDR_LEN = 16
 NS = 1_000_000_000
-
-
-from ..errors import UserError
 
 
 class CaptureError(UserError, ValueError):
@@ -55,7 +57,8 @@ class ErfPcapWriter:
     tail, which :func:`read_erf_pcap` reports).  ``atomic=False`` writes *path* directly.
     """
 
-    def __init__(self, path, snaplen: int = 65535, buffer_bytes: int = 1 << 20, atomic: bool = True):
+    def __init__(self, path: StrPath, snaplen: int = 65535, buffer_bytes: int = 1 << 20,
+                 atomic: bool = True) -> None:
         self.path = str(path)
         self._tmp = self.path + ".partial" if atomic else None
         self._f = open(self._tmp or self.path, "wb")
@@ -64,7 +67,7 @@ class ErfPcapWriter:
         self._limit = buffer_bytes
         self.frames = 0
 
-    def write(self, time_ns: int, frame, link: bool = False) -> None:
+    def write(self, time_ns: int, frame: bytes | bytearray, link: bool = False) -> None:
         n = len(frame)
         rlen = ERF_HDR_LEN + n
         sec, rem = divmod(time_ns, NS)
@@ -93,14 +96,14 @@ class ErfPcapWriter:
             if self._tmp is not None:
                 os.replace(self._tmp, self.path)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def read_erf_pcap(path):
+def read_erf_pcap(path: StrPath) -> Iterator[tuple[int, bool, bytes]]:
     """Yield ``(time_ns, link, frame)`` for every record of a pcap of ERF records.
 
     Raises :class:`CaptureError` with a one-line reason for a file that is not such a

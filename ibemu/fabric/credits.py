@@ -27,7 +27,7 @@ class CreditTx:
     """Sender side of one VL on one port."""
     __slots__ = ("fctbs", "fccl")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.fctbs = 0
         self.fccl = 0          # no credit until the peer's first flow-control packet
 

@@ -37,9 +37,14 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from ..units import PS_PER_S
+
+if TYPE_CHECKING:
+    from .node import Node
 
 STAT_KEYS = ("sent", "lost", "corrupted", "reordered", "duplicated", "down_dropped",
              "duplicates_dropped")
@@ -85,7 +90,7 @@ class DuplicateFilter:
     __slots__ = ("seen", "high", "window", "dropped")
 
     def __init__(self, window: int = 1 << 16):
-        self.seen: set = set()
+        self.seen: set[int] = set()
         self.high = 0
         self.window = window
         self.dropped = 0
@@ -106,12 +111,17 @@ class DuplicateFilter:
 class LinkFaultInjector:
     """The sending end of one directed link under *faults*; *rate* in bytes/s (for the
     reordering delay).  ``enabled`` may be cleared to heal the link (e.g. to let a test
-    settle the credits once traffic has stopped)."""
+    settle the credits once traffic has stopped).  *node* and *port* name the sending
+    end in a built fabric (:func:`make_injectors` sets them; a stand-alone injector has
+    none)."""
 
-    def __init__(self, faults: LinkFaults, seed: int, label: str, rate: int):
+    def __init__(self, faults: LinkFaults, seed: int, label: str, rate: int, *,
+                 node: Node | None = None, port: int = 0) -> None:
         self.faults = faults
         self.label = label
         self.rate = rate
+        self.node = node
+        self.port = port
         self.rng = random.Random(link_seed(seed, label))
         self.seq = 0
         self.enabled = True
@@ -121,7 +131,8 @@ class LinkFaultInjector:
     def is_down(self, now: int) -> bool:
         return any(a <= now < b for a, b in self.faults.down)
 
-    def transmit(self, now: int, frame, link: bool = False) -> list:
+    def transmit(self, now: int, frame: bytes | bytearray,
+                 link: bool = False) -> list[tuple[int, bytes | bytearray, int]]:
         """The deliveries of a frame started at *now*: ``[(extra_delay_ps, frame, seq)]``."""
         self.seq += 1
         seq = self.seq
@@ -161,28 +172,36 @@ class LinkFaultInjector:
         return False
 
 
-def make_injectors(fabric, spec: FaultSpec | None, seed: int) -> dict:
+class BuiltFabric(Protocol):
+    """What :func:`make_injectors` reads of a built fabric (:class:`ibemu.build.Fabric`)."""
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
+    @property
+    def link_ends(self) -> Mapping[str, tuple[str, int, str, int]]: ...   # label -> (node, port, peer, peer_port)
+    @property
+    def link_capacity(self) -> Mapping[str, int]: ...                     # label -> bytes/s
+
+
+def make_injectors(fabric: BuiltFabric, spec: FaultSpec | None, seed: int) -> dict[str, LinkFaultInjector]:
     """One injector per faulty directed link of a built fabric: ``{label: injector}``,
     each with ``.node`` (the sending node object) and ``.port`` set."""
-    out = {}
+    out: dict[str, LinkFaultInjector] = {}
     if spec is None:
         return out
     for label, (a, pa, b, pb) in fabric.link_ends.items():
         f = spec.for_link(label)
         if f is None:
             continue
-        inj = LinkFaultInjector(f, seed, label, fabric.link_capacity[label])
-        inj.node, inj.port = fabric.nodes[a], pa
-        out[label] = inj
+        out[label] = LinkFaultInjector(f, seed, label, fabric.link_capacity[label], node=fabric.nodes[a], port=pa)
     return out
 
 
-def engine_faults(injectors: dict) -> dict:
+def engine_faults(injectors: Mapping[str, LinkFaultInjector]) -> dict[tuple[Node | None, int], LinkFaultInjector]:
     """``{(node, port): injector}`` as :class:`ibemu.engine.VirtualEngine` takes it."""
     return {(inj.node, inj.port): inj for inj in injectors.values()}
 
 
-def fault_counters(injectors: dict) -> dict:
+def fault_counters(injectors: Mapping[str, LinkFaultInjector]) -> dict[str, dict[str, int]]:
     """Per-link fault statistics for results: ``{"link:<label>": {stat: n}}``."""
     return {"link:" + label: {k: v for k, v in inj.stats.items() if v}
             for label, inj in sorted(injectors.items())}

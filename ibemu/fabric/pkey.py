@@ -13,6 +13,8 @@ unless its flow says otherwise.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 DEFAULT_PKEY = 0xFFFF
 
 
@@ -30,7 +32,7 @@ class PKeyTable:
     """A port's P_Key table; :meth:`allows` is memoised (it runs for every packet)."""
     __slots__ = ("keys", "_cache")
 
-    def __init__(self, keys=None):
+    def __init__(self, keys: Iterable[int] | None = None) -> None:
         self.keys = tuple(keys) if keys is not None else (DEFAULT_PKEY,)
         self._cache: dict[int, bool] = {}
 
@@ -40,5 +42,5 @@ class PKeyTable:
             ok = self._cache[pkey] = any(pkey_match(pkey, k) for k in self.keys)
         return ok
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "PKeyTable(%s)" % ", ".join("0x%04x" % k for k in self.keys)

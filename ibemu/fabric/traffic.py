@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import random
 import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .params import FlowSpec
 
 INF = 1 << 62
 
@@ -18,11 +22,11 @@ INF = 1 << 62
 class Generator:
     """Base: a flow is active in [start, stop)."""
 
-    def __init__(self, start: int, stop: int | None):
+    def __init__(self, start: int, stop: int | None) -> None:
         self.start = start
         self.stop = INF if stop is None else stop
 
-    def next_message(self, now: int):
+    def next_message(self, now: int) -> tuple[bool, int | None]:
         """Return ``(True, None)`` when a new message may start at *now*; otherwise
         ``(False, t)`` where *t* is when to ask again (None: never)."""
         if now < self.start:
@@ -40,21 +44,21 @@ class Greedy(Generator):
 
 
 class Messages(Generator):
-    def __init__(self, start, stop, count: int):
+    def __init__(self, start: int, stop: int | None, count: int) -> None:
         super().__init__(start, stop)
         self.remaining = count
 
-    def next_message(self, now):
+    def next_message(self, now: int) -> tuple[bool, int | None]:
         if self.remaining <= 0:
             return False, None
         return super().next_message(now)
 
-    def taken(self):
+    def taken(self) -> None:
         self.remaining -= 1
 
 
 class OnOff(Generator):
-    def __init__(self, start, stop, mean_on: int, mean_off: int, seed: int, name: str):
+    def __init__(self, start: int, stop: int | None, mean_on: int, mean_off: int, seed: int, name: str) -> None:
         super().__init__(start, stop)
         self.rng = random.Random((seed << 32) ^ zlib.crc32(name.encode()))
         self.mean_on = mean_on
@@ -65,7 +69,7 @@ class OnOff(Generator):
     def _draw(self, mean: int) -> int:
         return max(1, int(self.rng.expovariate(1.0 / mean)))
 
-    def next_message(self, now):
+    def next_message(self, now: int) -> tuple[bool, int | None]:
         ok, t = super().next_message(now)
         if not ok:
             return ok, t
@@ -77,11 +81,13 @@ class OnOff(Generator):
         return False, (self.off_until if self.off_until < self.stop else None)
 
 
-def make_generator(flow, seed: int) -> Generator:
+def make_generator(flow: FlowSpec, seed: int) -> Generator:
     if flow.pattern == "greedy":
         return Greedy(flow.start, flow.stop)
     if flow.pattern == "messages":
         return Messages(flow.start, flow.stop, flow.count or 1)
     if flow.pattern == "onoff":
+        if flow.mean_on is None or flow.mean_off is None:
+            raise ValueError("onoff flow %r needs mean_on and mean_off" % flow.name)
         return OnOff(flow.start, flow.stop, flow.mean_on, flow.mean_off, seed, flow.name)
     raise ValueError("unknown traffic pattern %r" % flow.pattern)

@@ -10,21 +10,23 @@ still sent and ends the entry); weight-0 entries are skipped.
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+
 UNLIMITED = 255
 
 
 class _WRR:
     __slots__ = ("entries", "idx", "remaining")
 
-    def __init__(self, entries):
-        self.entries = [(vl, w) for vl, w in entries if w > 0]
+    def __init__(self, entries: Iterable[tuple[int, int]]) -> None:
+        self.entries: list[tuple[int, int]] = [(vl, w) for vl, w in entries if w > 0]
         self.idx = 0
         self.remaining = self.entries[0][1] * 64 if self.entries else 0
 
-    def vls(self):
+    def vls(self) -> set[int]:
         return {vl for vl, _ in self.entries}
 
-    def pick(self, ready) -> int | None:
+    def pick(self, ready: Collection[int]) -> int | None:
         """The VL to serve next among the *ready* set, or None; does not consume."""
         n = len(self.entries)
         if not n:
@@ -56,13 +58,14 @@ class _WRR:
 class VLArbiter:
     """Chooses the VL an output port sends next."""
 
-    def __init__(self, high=(), low=((0, 255),), limit_of_high_priority: int = UNLIMITED):
+    def __init__(self, high: Iterable[tuple[int, int]] = (), low: Iterable[tuple[int, int]] = ((0, 255),),
+                 limit_of_high_priority: int = UNLIMITED) -> None:
         self.high = _WRR(high)
         self.low = _WRR(low)
         self.limit = limit_of_high_priority
         self.high_sent = 0          # bytes sent from High since Low last had an opportunity
         self._high_vls = self.high.vls()
-        self.single = None          # fast path: only one VL configured anywhere
+        self.single: int | None = None      # fast path: only one VL configured anywhere
         vls = self._high_vls | self.low.vls()
         if len(vls) == 1:
             self.single = next(iter(vls))
@@ -72,7 +75,7 @@ class VLArbiter:
             return False
         return self.high_sent >= max(self.limit * 4096, 1)
 
-    def choose(self, ready) -> int | None:
+    def choose(self, ready: Collection[int]) -> int | None:
         """Pick the VL to send among *ready* (a set of VLs with a sendable packet)."""
         if not ready:
             return None
@@ -85,7 +88,7 @@ class VLArbiter:
             return vl
         return self.high.pick(ready)      # Low had nothing: High continues
 
-    def sent(self, vl: int, nbytes: int, ready) -> None:
+    def sent(self, vl: int, nbytes: int, ready: Collection[int]) -> None:
         """Charge a packet the caller sent on *vl* (chosen by :meth:`choose` from *ready*)."""
         if not self._high_expired() and self.high.pick(ready) == vl:
             self.high.consume(vl, nbytes)

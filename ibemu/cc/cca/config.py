@@ -111,7 +111,8 @@ def _opensm_text(ctx: Checker, path: str, raw: dict[str, Any]) -> tuple[str, str
         try:
             return f.read_text(encoding="utf-8"), "%s (%s)" % (fp, f)
         except (OSError, UnicodeDecodeError) as e:
-            raise ctx.err(fp, "cannot read %s: %s" % (f, getattr(e, "strerror", None) or e)) from None
+            why = (e.strerror if isinstance(e, OSError) else None) or e
+            raise ctx.err(fp, "cannot read %s: %s" % (f, why)) from None
     return None
 
 
@@ -129,11 +130,13 @@ def parse_cca(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> CCASp
         spec.enabled = osm["enabled"]
         for k, v in osm["switch"].items():
             setattr(spec.switch, k, frozenset(p for p in range(256) if v >> p & 1) if k == "Victim_Mask" else v)
-        for k, v in osm["ca"].items():
-            setattr(spec.ca, k, v)
+        if "Port_Control" in osm["ca"]:
+            spec.ca.Port_Control = osm["ca"]["Port_Control"]
+        if "CCT" in osm["ca"]:
+            spec.ca.CCT = osm["ca"]["CCT"]
         for sl, d in osm["sl"].items():
-            for k, v in d.items():
-                setattr(spec.ca.sl[sl], k, v)
+            for k, n in d.items():
+                setattr(spec.ca.sl[sl], k, n)
     if "enabled" in raw:
         spec.enabled = boolean(ctx, path + ".enabled", raw["enabled"])
     if "trace_marks" in raw:

@@ -34,21 +34,34 @@ Changes take effect at once; a running CCTI_Timer keeps its phase.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ...wire import mad as M
 from .settings import CASetting, PortSetting, SwitchSetting, cct_delay
+from .switch import CCAMarker
+
+if TYPE_CHECKING:
+    from ...fabric.hca import HCA
+    from ...fabric.switch import Switch
+    from .hca import CCAResponse
 
 CM_VICTIM, CM_CREDIT, CM_THRESHOLD, CM_CS, CM_MARKING_RATE = 1, 2, 4, 8, 16
 
 
 class SwitchCCSettings:
-    """``sw.cc_settings`` for a switch with a :class:`~ibemu.cc.cca.switch.CCAMarker`."""
+    """``sw.cc_settings`` for a switch with a :class:`~ibemu.cc.cca.switch.CCAMarker`
+    (put on the switch before this object is made)."""
 
-    def __init__(self, sw, setting: SwitchSetting):
+    def __init__(self, sw: Switch, setting: SwitchSetting) -> None:
+        marker: object = sw.marker
+        if not isinstance(marker, CCAMarker):
+            raise TypeError("switch %s has no CCA marker" % sw.name)
         self.sw = sw
+        self.marker = marker
         self.setting = copy.deepcopy(setting)
 
-    def get_attribute(self, attr_id, attr_mod, now):
+    def get_attribute(self, attr_id: int, attr_mod: int, now: int) -> bytes | None:
         s = self.setting
         if attr_id == M.SWITCH_CONG_SETTING:
             return bytes(M.pack_fields(M.SWITCH_CONG_SETTING_FIELDS, {
@@ -60,16 +73,16 @@ class SwitchCCSettings:
                 return None
             elements = []
             for p in range(base, base + M.SWITCH_PORT_ELEMENTS):
-                pc = self.sw.marker.ports.get(p)
+                pc = self.marker.ports.get(p)
                 elements.append({} if pc is None else {
                     "Valid": 1, "Threshold": pc.threshold, "Packet_Size": pc.packet_size,
                     "Marking_Rate": pc.marking_rate})
             return bytes(M.pack_switch_port_settings(elements))
         return None
 
-    def set_attribute(self, attr_id, attr_mod, data, now):
+    def set_attribute(self, attr_id: int, attr_mod: int, data: bytes, now: int) -> bytes | None:
         s = self.setting
-        ports = self.sw.marker.ports
+        ports = self.marker.ports
         if attr_id == M.SWITCH_CONG_SETTING:
             f = M.unpack_fields(M.SWITCH_CONG_SETTING_FIELDS, data)
             cm = f["Control_Map"]
@@ -101,7 +114,7 @@ class SwitchCCSettings:
         return None
 
 
-def _mask(ports) -> int:
+def _mask(ports: Iterable[int]) -> int:
     m = 0
     for p in ports:
         m |= 1 << p
@@ -110,16 +123,19 @@ def _mask(ports) -> int:
 
 class CACCSettings:
     """``hca.cc_settings``: the HCA's :class:`CASetting` and, when it sends, its
-    :class:`~ibemu.cc.cca.hca.CCAResponse` (``hca.cca``), kept in step."""
+    :class:`~ibemu.cc.cca.hca.CCAResponse` (*response*), kept in step."""
 
-    def __init__(self, hca, ca: CASetting):
+    def __init__(self, hca: HCA, ca: CASetting, response: CCAResponse | None = None) -> None:
         self.hca = hca
         self.ca = copy.deepcopy(ca)
-        r = getattr(hca, "cca", None)
-        if r is not None:
-            r.ca = self.ca
+        if response is None:
+            # shim: the HCA declares no ``cca``; remove once ibemu.cc.cca.install passes response=
+            response = getattr(hca, "cca", None)
+        self.response = response
+        if response is not None:
+            response.ca = self.ca
 
-    def get_attribute(self, attr_id, attr_mod, now):
+    def get_attribute(self, attr_id: int, attr_mod: int, now: int) -> bytes | None:
         ca = self.ca
         if attr_id == M.CA_CONG_SETTING:
             entries = [{"CCTI_Timer": e.CCTI_Timer, "CCTI_Increase": e.CCTI_Increase,
@@ -132,12 +148,12 @@ class CACCSettings:
             return bytes(M.pack_cc_table(ca.CCTI_Limit, ca.CCT[lo:lo + M.CC_TABLE_ENTRIES]))
         return None
 
-    def set_attribute(self, attr_id, attr_mod, data, now):
+    def set_attribute(self, attr_id: int, attr_mod: int, data: bytes, now: int) -> bytes | None:
         ca = self.ca
         if attr_id == M.CA_CONG_SETTING:
-            head, entries = M.unpack_ca_setting(data)
+            head, sl_entries = M.unpack_ca_setting(data)
             ca.Port_Control = "sl" if head["Port_Control"] & 1 else "qp"
-            for sl, e in enumerate(entries):
+            for sl, e in enumerate(sl_entries):
                 if head["Control_Map"] >> sl & 1:
                     x = ca.sl[sl]
                     x.CCTI_Timer, x.CCTI_Increase = e["CCTI_Timer"], e["CCTI_Increase"]
@@ -161,7 +177,7 @@ class CACCSettings:
     def _apply(self, now: int) -> None:
         """Bring the running response in step with the settings."""
         self.hca.count("CC_settings_set")
-        r = getattr(self.hca, "cca", None)
+        r = self.response
         if r is None:
             return
         ca = self.ca
@@ -172,4 +188,7 @@ class CACCSettings:
         r.limit = ca.limit()
         for st in r.states.values():
             v = min(max(st.value, ca.sl[st.sl].CCTI_Min), r.limit)
-            r._set(st, v, now) if v != st.value else setattr(st, "delay", r.delays[v])
+            if v != st.value:
+                r._set(st, v, now)
+            else:
+                st.delay = r.delays[v]

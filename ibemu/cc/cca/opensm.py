@@ -19,6 +19,8 @@ not modelled), cc_ca_cong_setting_control_map.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
+from typing import TypedDict
 
 from .settings import CCT_MAX_ENTRIES
 
@@ -64,41 +66,53 @@ def parse_cct(s: str) -> list[tuple[int, int]]:
     return entries
 
 
-# option -> (spec key it sets, value parser); "SL" options take "<SL> <value>"
-_SW = {
+# option -> the SwitchCongestionSetting field it sets, and its value parser
+_SW: dict[str, tuple[str, Callable[[str], int]]] = {
     "cc_sw_cong_setting_threshold": ("Threshold", lambda s: _num(s, "a Threshold 0..15", 4)),
     "cc_sw_cong_setting_marking_rate": ("Marking_Rate", lambda s: _num(s, "a Marking_Rate", 16)),
     "cc_sw_cong_setting_packet_size": ("Packet_Size", lambda s: _num(s, "a Packet_Size in credits", 8)),
     "cc_sw_cong_setting_victim_mask": ("Victim_Mask", lambda s: _num(s, "a 256-bit hex mask", 256)),
     "cc_sw_cong_setting_control_map": ("Control_Map", lambda s: _num(s, "a 32-bit hex map", 32)),
-    "cc_sw_cong_setting_credit_mask": (None, lambda s: _num(s, "a 256-bit hex mask", 256)),
-    "cc_sw_cong_setting_credit_starvation_threshold": (None, lambda s: _num(s, "a threshold 0..15", 4)),
-    "cc_sw_cong_setting_credit_starvation_return_delay": (None, _shift_mult),
 }
-_CA = {
-    "cc_ca_cong_setting_port_control": ("Port_Control", lambda s: "sl" if _num(s, "0 (per QP) or 1 (per SL)", 1) else "qp"),
-    "cc_ca_cong_setting_control_map": (None, lambda s: _num(s, "a 16-bit hex map", 16)),
-    "cc_cct": ("CCT", parse_cct),
-}
+# per-SL CACongestionEntry options, "<SL> <value>": the field and its width in bits
 _SL = {
     "cc_ca_cong_setting_ccti_timer": ("CCTI_Timer", 16),
     "cc_ca_cong_setting_ccti_increase": ("CCTI_Increase", 8),
     "cc_ca_cong_setting_trigger_threshold": ("Trigger_Threshold", 8),
     "cc_ca_cong_setting_ccti_min": ("CCTI_Min", 8),
 }
-_OTHER = {
-    "congestion_control": ("enabled", _bool),
-    "cc_key": (None, lambda s: _num(s, "a 64-bit key", 64)),
-    "cc_max_outstanding_mads": (None, lambda s: _num(s, "a count", 32)),
+# checked, then kept only for the record (module text)
+_RECORD: dict[str, Callable[[str], object]] = {
+    "cc_sw_cong_setting_credit_mask": lambda s: _num(s, "a 256-bit hex mask", 256),
+    "cc_sw_cong_setting_credit_starvation_threshold": lambda s: _num(s, "a threshold 0..15", 4),
+    "cc_sw_cong_setting_credit_starvation_return_delay": _shift_mult,
+    "cc_ca_cong_setting_control_map": lambda s: _num(s, "a 16-bit hex map", 16),
+    "cc_key": lambda s: _num(s, "a 64-bit key", 64),
+    "cc_max_outstanding_mads": lambda s: _num(s, "a count", 32),
 }
-OPTIONS = sorted([*_SW, *_CA, *_SL, *_OTHER])
+_ENABLED, _PORT_CONTROL, _CCT = "congestion_control", "cc_ca_cong_setting_port_control", "cc_cct"
+OPTIONS = sorted([*_SW, _PORT_CONTROL, _CCT, *_SL, *_RECORD, _ENABLED])
 
 
-def parse_opensm(text: str) -> dict:
+class CAOptions(TypedDict, total=False):
+    """The CA options of an opensm.conf, by spec name."""
+    Port_Control: str                   # "qp" or "sl"
+    CCT: list[tuple[int, int]]          # (CCT_Shift, CCT_Multiplier)
+
+
+class OpenSMOptions(TypedDict):
+    """What :func:`parse_opensm` read, by spec name."""
+    enabled: bool                       # congestion_control
+    switch: dict[str, int]              # SwitchCongestionSetting field -> value
+    ca: CAOptions
+    sl: dict[int, dict[str, int]]       # SL -> CACongestionEntry field -> value
+
+
+def parse_opensm(text: str) -> OpenSMOptions:
     """Read opensm.conf text into ``{"enabled": bool?, "switch": {key: v}, "ca": {key: v},
     "sl": {SL: {key: v}}}`` with spec-named keys.  ``congestion_control`` absent:
     OpenSM's default, FALSE (no congestion control configured)."""
-    out: dict = {"enabled": False, "switch": {}, "ca": {}, "sl": {}}
+    out: OpenSMOptions = {"enabled": False, "switch": {}, "ca": {}, "sl": {}}
     for n, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -109,7 +123,7 @@ def parse_opensm(text: str) -> dict:
             name, _, more = name.partition("\t")
             rest = (more + " " + rest).strip()
 
-        def bad(reason, name=name, n=n):
+        def bad(reason: str, name: str = name, n: int = n) -> OpenSMError:
             return OpenSMError("line %d: %s: %s" % (n, name, reason))
         if name not in OPTIONS:
             close = difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.7)
@@ -118,7 +132,7 @@ def parse_opensm(text: str) -> dict:
             raise bad("unknown option" + hint)
         if not rest:
             raise bad("missing value")
-        if name == "cc_cct" and rest.strip('"') == "(null)":
+        if name == _CCT and rest.strip('"') == "(null)":
             continue                        # OpenSM's dump of an unset table
         try:
             if name in _SL:
@@ -128,16 +142,17 @@ def parse_opensm(text: str) -> dict:
                     raise ValueError("expected '<SL> <value>', got %r" % rest)
                 sl = _num(parts[0], "an SL 0..15", 4)
                 out["sl"].setdefault(sl, {})[key] = _num(parts[1], "a number", bits)
-                continue
-            for table, dest in ((_SW, "switch"), (_CA, "ca"), (_OTHER, None)):
-                if name in table:
-                    key, fn = table[name]
-                    value = fn(rest)
-                    if key == "enabled":
-                        out["enabled"] = value
-                    elif key is not None:
-                        out[dest][key] = value
-                    break
+            elif name in _SW:
+                key, fn = _SW[name]
+                out["switch"][key] = fn(rest)
+            elif name == _PORT_CONTROL:
+                out["ca"]["Port_Control"] = "sl" if _num(rest, "0 (per QP) or 1 (per SL)", 1) else "qp"
+            elif name == _CCT:
+                out["ca"]["CCT"] = parse_cct(rest)
+            elif name == _ENABLED:
+                out["enabled"] = _bool(rest)
+            else:
+                _RECORD[name](rest)
         except ValueError as e:
             raise bad(str(e)) from None
     return out

@@ -58,7 +58,7 @@ class SwitchSetting:
     Threshold: int = 15             # 0 off, 1 loose .. 15 aggressive (see switch.py)
     Marking_Rate: int = 0           # mean eligible packets between marks; 0: mark every one
     Packet_Size: int = 0            # in credits (64 B): smaller packets are not marked
-    Victim_Mask: frozenset = frozenset()     # ports that mark also as victims
+    Victim_Mask: frozenset[int] = frozenset()    # ports that mark also as victims
     Control_Map: int = 0x1F         # kept for the record; every field is applied
     ports: dict[int, PortSetting] = field(default_factory=dict)
 

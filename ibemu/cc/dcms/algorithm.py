@@ -22,9 +22,16 @@ cycle, as the paper's Scenario 2 (Figure 6) shows.
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 LOW_MR, DEFAULT_MR = "Low-MR", "Default-MR"
+
+SwitchPort = tuple[str, int]
+"""A switch port: (switch name, port number)."""
+Counters = tuple[float, float, float]
+"""(W, C, D) of a port: PortXmitWait, PortXmitCongTime, PortXmitData, as the manager
+scales them (totals, or their change over a sweep)."""
 
 
 @dataclass
@@ -40,7 +47,7 @@ class DCMSParams:
 
 @dataclass
 class Decision:
-    port: tuple                    # (switch, port)
+    port: SwitchPort
     marking_rate: int
     reason: str
 
@@ -48,7 +55,7 @@ class Decision:
 @dataclass
 class _PortState:
     state: str = DEFAULT_MR
-    victims: set = field(default_factory=set)
+    victims: set[SwitchPort] = field(default_factory=set)
     interval: int = 0
 
 
@@ -56,37 +63,37 @@ class DCMS:
     """*neighbour* maps every switch port (s, p) to (node, port, is_host) at its far end
     (N of seed 002 Table 1); ports without a link are left out."""
 
-    def __init__(self, params: DCMSParams, neighbour: dict):
+    def __init__(self, params: DCMSParams, neighbour: Mapping[SwitchPort, tuple[str, int, bool]]) -> None:
         self.params = params
         self.neighbour = dict(neighbour)
-        self.state: dict[tuple, _PortState] = {}
-        self._last: dict[tuple, tuple] = {}          # (s, p) -> (W, C, D) of the last sweep
-        self._last_dd: dict[tuple, float] = {}       # (s, p) -> ΔD of the last sweep
+        self.state: dict[SwitchPort, _PortState] = {}
+        self._last: dict[SwitchPort, Counters] = {}      # (s, p) -> (W, C, D) of the last sweep
+        self._last_dd: dict[SwitchPort, float] = {}      # (s, p) -> ΔD of the last sweep
         # ports (r, q) whose link leads into switch s: the candidates of Algorithm 2 line 3
-        self._into: dict[str, list] = {}
+        self._into: dict[str, list[SwitchPort]] = {}
         for (r, q), (node, _, is_host) in self.neighbour.items():
             if not is_host:
                 self._into.setdefault(node, []).append((r, q))
 
-    def marking_rate(self, port) -> int:
+    def marking_rate(self, port: SwitchPort) -> int:
         st = self.state.get(port)
         return self.params.low if st is not None and st.state == LOW_MR else self.params.default
 
-    def sweep(self, counters: dict) -> list[Decision]:
+    def sweep(self, counters: Mapping[SwitchPort, Counters]) -> list[Decision]:
         """Algorithm 1 for one sweep: *counters* maps (s, p) to (W, C, D) totals."""
-        delta = {}
+        delta: dict[SwitchPort, Counters] = {}
         for port, now in counters.items():
             prev = self._last.get(port)
-            delta[port] = tuple(a - b for a, b in zip(now, prev)) if prev else (0, 0, 0)
+            delta[port] = (now[0] - prev[0], now[1] - prev[1], now[2] - prev[2]) if prev else (0, 0, 0)
         self._last = dict(counters)
         decisions = self._algorithm2(delta)
         decisions += self._algorithm3(delta, {d.port for d in decisions})
         self._last_dd = {port: d[2] for port, d in delta.items()}
         return decisions
 
-    def _algorithm2(self, delta) -> list[Decision]:
+    def _algorithm2(self, delta: Mapping[SwitchPort, Counters]) -> list[Decision]:
         p = self.params
-        out = []
+        out: list[Decision] = []
         for (s, port), (dw, dc, _) in sorted(delta.items()):
             far = self.neighbour.get((s, port))
             if far is None:
@@ -105,9 +112,9 @@ class DCMS:
                                             % (dc, dw, rq[0], rq[1], delta[rq][0])))
         return out
 
-    def _algorithm3(self, delta, just_set) -> list[Decision]:
+    def _algorithm3(self, delta: Mapping[SwitchPort, Counters], just_set: Collection[SwitchPort]) -> list[Decision]:
         p = self.params
-        out = []
+        out: list[Decision] = []
         for port, st in sorted(self.state.items()):
             if not st.victims or port in just_set:
                 continue

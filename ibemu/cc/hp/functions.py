@@ -27,15 +27,16 @@ between two levels equals the time F takes between their rates.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 EPS = 1e-9
 
 
 class ResponseFunction:
     """Base class: *levels* gives Rmin = 1/levels, T = levels."""
-    name = "?"
+    name: ClassVar[str] = "?"
 
-    def __init__(self, levels: int = 256, m: float = 2.0):
+    def __init__(self, levels: int = 256, m: float = 2.0) -> None:
         self.levels = levels
         self.rmin = 1.0 / levels
         self.T = float(levels)
@@ -64,7 +65,7 @@ class ResponseFunction:
         """T_rec = tau(Rmax): time from Rmin to Rmax in packet times (seed 003 Fig. 6)."""
         return self.tau(1.0)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "%s(levels=%d, m=%g)" % (self.name, self.levels, self.m)
 
 
@@ -72,13 +73,14 @@ class FIMD(ResponseFunction):
     """Fast Increase Multiplicative Decrease (seed 003 §6.2)."""
     name = "fimd"
 
-    def dec(self, r):
+    def dec(self, r: float) -> float:
         return max(r / self.m, self.rmin)
 
-    def F(self, t):
-        return self.rmin * self.m ** (t / self.T)
+    def F(self, t: float) -> float:
+        growth: float = self.m ** (t / self.T)      # float ** float is typed Any
+        return self.rmin * growth
 
-    def tau(self, r):
+    def tau(self, r: float) -> float:
         return self.T * math.log(r / self.rmin, self.m)
 
 
@@ -86,13 +88,13 @@ class LIPD(ResponseFunction):
     """Linear Inter-Packet Delay: a mark adds one to the IPD (seed 003 §6.2)."""
     name = "lipd"
 
-    def dec(self, r):
+    def dec(self, r: float) -> float:
         return max(1.0 / (1.0 / r + 1.0), self.rmin)
 
-    def F(self, t):
+    def F(self, t: float) -> float:
         return 1.0 / (1.0 / self.rmin - t / self.T)
 
-    def tau(self, r):
+    def tau(self, r: float) -> float:
         return self.T * (1.0 / self.rmin - 1.0 / r)
 
 
@@ -101,17 +103,17 @@ class AIMD(ResponseFunction):
     flow at Rmin recover in one ACK (seed 003 §6.2)."""
     name = "aimd"
 
-    def dec(self, r):
+    def dec(self, r: float) -> float:
         return max(r / self.m, self.rmin)
 
-    def F(self, t):
+    def F(self, t: float) -> float:
         return self.rmin + (self.m - 1.0) * self.rmin ** 2 * t
 
-    def tau(self, r):
+    def tau(self, r: float) -> float:
         return (r - self.rmin) / ((self.m - 1.0) * self.rmin ** 2)
 
 
-FUNCTIONS = {"fimd": FIMD, "lipd": LIPD, "aimd": AIMD}
+FUNCTIONS: dict[str, type[ResponseFunction]] = {"fimd": FIMD, "lipd": LIPD, "aimd": AIMD}
 
 
 def make_function(name: str, levels: int = 256, m: float = 2.0) -> ResponseFunction:
@@ -135,7 +137,7 @@ class RateTable:
       least 1 (on the path from Rmin the rounding is carried from level to level).
     """
 
-    def __init__(self, fn: ResponseFunction):
+    def __init__(self, fn: ResponseFunction) -> None:
         self.fn = fn
         n = fn.levels
         self.dec = [0] * n
@@ -193,7 +195,7 @@ class WindowTable:
     halved (at least 1) on a decrease.  The seeds leave the window functions open; seed
     003 keeps CWND = 1."""
 
-    def __init__(self, cwnd_max: int):
+    def __init__(self, cwnd_max: int) -> None:
         self.cwnd_max = cwnd_max
 
     def inc(self, cwnd: int) -> int:
