@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .crc import icrc as _icrc, vcrc as _vcrc, vcrc_delta
+from .crc import VCRC_RESIDUE, icrc as _icrc, vcrc as _vcrc, vcrc_delta
 from .layout import (Buf, ACKREQ_LOCAL, AETH_MSN, AETH_SYNDROME, BTH_CN, BTH_LEN, CN_GLOBAL, CN_LOCAL,
                      DESTQP_LOCAL, DETH_LEN, DETH_QKEY, DETH_SRCQP, EXT_LOCAL, FLAGS_LOCAL,
                      GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_DLID, LRH_LEN, LRH_PKTLEN, LRH_SL,
@@ -431,8 +431,8 @@ def set_ackreq(buf: bytearray) -> None:
 
 
 def vcrc_ok(buf: Buf) -> bool:
-    end = len(buf) - VCRC_LEN
-    return end > 0 and _vcrc(memoryview(buf)[:end]) == (buf[end] | (buf[end + 1] << 8))
+    """True when the VCRC (the last two bytes) matches the bytes before it."""
+    return len(buf) > VCRC_LEN and _vcrc(buf) == VCRC_RESIDUE
 
 
 def icrc_ok(buf: Buf) -> bool:

@@ -54,6 +54,9 @@ def lpcrc(first4: Buf) -> int:
     return _VCRC.calc(first4)
 
 
+_LRH_MASK_CRC = zlib.crc32(ICRC_LRH_MASK)
+
+
 def icrc(lrh_rest: Buf, lnh: int) -> int:
     """ICRC of an IBA packet.
 
@@ -68,7 +71,12 @@ def icrc(lrh_rest: Buf, lnh: int) -> int:
                 buf[i] |= m
         off = GRH_LEN
     buf[off + BTH_VARIANT_OFFSET] = 0xFF
-    return zlib.crc32(buf, zlib.crc32(ICRC_LRH_MASK))
+    return zlib.crc32(buf, _LRH_MASK_CRC)
+
+
+VCRC_RESIDUE = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
+"""The VCRC over any data followed by its own VCRC (least significant byte first): a
+constant of the CRC, so a received packet is checked with one pass over all of it."""
 
 
 @lru_cache(maxsize=65536)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from .crc import lpcrc
+from .crc import VCRC_RESIDUE, lpcrc
 from .layout import Buf
 
 LINK_LEN = 6
@@ -39,9 +39,15 @@ def parse_link(buf: Buf) -> tuple[int, int, int, int, int]:
 
 
 def link_crc_ok(buf: Buf) -> bool:
-    """A link packet of the right length whose LPCRC matches."""
-    return len(buf) == LINK_LEN and \
-        lpcrc(buf[:LINK_LPCRC]) == buf[LINK_LPCRC] | (buf[LINK_LPCRC + 1] << 8)
+    """A link packet of the right length whose LPCRC matches (the CRC over all six
+    bytes is the VCRC polynomial's residue, :data:`ibemu.wire.crc.VCRC_RESIDUE`)."""
+    return len(buf) == LINK_LEN and lpcrc(buf) == VCRC_RESIDUE
+
+
+def get_link_credits(buf: Buf) -> tuple[int, int, int]:
+    """(VL, FCTBS, FCCL) of a link packet, in one call (every node, on every arrival)."""
+    return (buf[LINK_VL_FCCL] >> 4, ((buf[LINK_OP_FCTBS] & 0xF) << 8) | buf[LINK_OP_FCTBS + 1],
+            ((buf[LINK_VL_FCCL] & 0xF) << 8) | buf[LINK_VL_FCCL + 1])
 
 
 def get_link_op(buf: Buf) -> int:
