@@ -446,13 +446,20 @@ def test_accessors_read_what_parse_reads(opcode, data):
 
 @FEW
 @given(data=st.data())
-def test_vcrc_ok_is_the_recomputed_vcrc(data):
-    """vcrc_ok (the CRC residue over the whole frame) agrees with recomputing the VCRC of
-    all but the last two bytes, on good, bit-flipped and short buffers."""
-    from ibemu.wire.crc import vcrc
+def test_crc_checks_are_the_recomputed_crcs(data):
+    """vcrc_ok and icrc_ok (the CRC residue over the data and its stored CRC) agree with
+    recomputing the CRC and comparing it with the stored one, on good, bit-flipped and
+    short buffers."""
+    from ibemu.wire.crc import icrc, vcrc
+
+    def icrc_ok(b):
+        n, lnh = len(b), b[1] & 3 if len(b) > 1 else 0
+        if n < 26 or lnh not in (2, 3) or (lnh == 3 and n < 66):
+            return False
+        return icrc(bytes(b[8:n - 6]), lnh) == struct.unpack_from("<I", b, n - 6)[0]
     f = data.draw(packet_fields(data.draw(st.sampled_from(ALL_OPCODES))))
     good = codec_build(f)
-    bufs = [good, good[:1], good[:2], good[:3], bytes(3), bytes(len(good))]
+    bufs = [good, good[:1], good[:2], good[:3], bytes(3), bytes(len(good)), good[:26], good[:66]]
     for _ in range(8):
         b = bytearray(good)
         bit = data.draw(st.integers(0, len(b) * 8 - 1))
@@ -461,6 +468,7 @@ def test_vcrc_ok_is_the_recomputed_vcrc(data):
     for b in bufs:
         end = len(b) - 2
         assert codec.vcrc_ok(b) == (end > 0 and vcrc(bytes(b[:end])) == b[end] | (b[end + 1] << 8))
+        assert codec.icrc_ok(b) == icrc_ok(b)
 
 
 @given(op=bits(4), fctbs=bits(12), vl=bits(4), fccl=bits(12))

@@ -95,7 +95,7 @@ class HCA(Node):
         if vl != VL15:
             port.rx[vl].freed(blocks_of(len(frame)))
             self._send_fcp(port, vl, now)
-        if not self._acceptable(port, frame):
+        if not self._acceptable(port, frame, vl):
             self._try_send(now)
             return
         qp = self.qps.get(get_destqp(frame))
@@ -107,7 +107,7 @@ class HCA(Node):
             self.ctrl.append((reply, vl))
         self._try_send(now)
 
-    def _acceptable(self, port: Port, frame) -> bool:
+    def _acceptable(self, port: Port, frame, vl: int) -> bool:
         """End-node checks once the whole packet is in (issue 8): an IBA local packet
         (LNH 2: ibemu's HCAs take no GRH) for this LID, a known OpCode whose headers fit,
         a good ICRC (IBA 7.8, data integrity) -- else PortRcvErrors; a P_Key the port's table holds
@@ -119,7 +119,7 @@ class HCA(Node):
                 or n < PACKET_OVERHEAD + ext + get_padcnt(frame) or not icrc_ok(frame)):
             self.port_error(port, "PortRcvErrors")
             return False
-        if get_vl(frame) != VL15 and not self.pkey_table.allows(get_pkey(frame)):
+        if vl != VL15 and not self.pkey_table.allows(get_pkey(frame)):
             self.port_error(port, "PortRcvConstraintErrors")
             return False
         return True

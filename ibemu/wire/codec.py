@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .crc import VCRC_RESIDUE, icrc as _icrc, vcrc as _vcrc, vcrc_delta
+from .crc import ICRC_RESIDUE, VCRC_RESIDUE, icrc as _icrc, vcrc as _vcrc, vcrc_delta
 from .layout import (Buf, ACKREQ_LOCAL, AETH_MSN, AETH_SYNDROME, BTH_CN, BTH_LEN, CN_GLOBAL, CN_LOCAL,
                      DESTQP_LOCAL, DETH_LEN, DETH_QKEY, DETH_SRCQP, EXT_LOCAL, FLAGS_LOCAL,
                      GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_DLID, LRH_LEN, LRH_PKTLEN, LRH_SL,
@@ -86,30 +86,28 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
     filled in when None, so a test can force wrong values.
     """
     ext = ext or {}
-    names = OPCODES[opcode][1] if opcode in OPCODES else ()
-    body = bytearray()
-    for name in names:
-        body += _pack_ext(name, ext.get(name, {}))
     if padcnt is None:
         padcnt = (-len(payload)) & 3
-    body += payload
-    body += bytes(padcnt)
     lnh = LNH_IBA_GLOBAL if grh is not None else LNH_IBA_LOCAL
-    bth = _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
-                    pkey & 0xFFFF,
-                    (fecn << 31) | (becn << 30) | (destqp & _MASK24),
-                    (ackreq << 31) | (psn & _MASK24))
-    rest = bytearray()
+    rest = bytearray()              # everything after the LRH, up to the ICRC
     if grh is not None:
         paylen = grh.get("paylen")
         if paylen is None:
-            paylen = BTH_LEN + len(body) + ICRC_LEN
+            paylen = BTH_LEN + EXT_LEN.get(opcode, 0) + len(payload) + padcnt + ICRC_LEN
         rest += _GRH.pack((6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20)
                           | (grh.get("flowlabel", 0) & 0xFFFFF),
                           paylen, grh.get("nxthdr", 0x1B), grh.get("hoplmt", 0),
                           grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16)))
-    rest += bth
-    rest += body
+    rest += _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
+                      pkey & 0xFFFF,
+                      (fecn << 31) | (becn << 30) | (destqp & _MASK24),
+                      (ackreq << 31) | (psn & _MASK24))
+    if opcode in OPCODES:
+        for name in OPCODES[opcode][1]:
+            rest += _pack_ext(name, ext.get(name, {}))
+    rest += payload
+    if padcnt:
+        rest += bytes(padcnt)
     if pktlen is None:
         pktlen = (LRH_LEN + len(rest) + ICRC_LEN) >> 2
     frame = bytearray(_LRH.pack(((vl & 0xF) << 4) | (lver & 0xF), ((sl & 0xF) << 4) | lnh,
@@ -443,8 +441,8 @@ def icrc_ok(buf: Buf) -> bool:
     lnh = buf[LRH_SL] & 3
     if lnh not in (LNH_IBA_LOCAL, LNH_IBA_GLOBAL):
         return False
-    end = n - ICRC_LEN - VCRC_LEN
-    if lnh == LNH_IBA_GLOBAL and end < LRH_LEN + GRH_LEN + BTH_LEN:
+    end = n - VCRC_LEN
+    if lnh == LNH_IBA_GLOBAL and end < GRH_PACKET_MIN - VCRC_LEN:
         return False
-    stored: int = _U32LE.unpack_from(buf, end)[0]
-    return _icrc(memoryview(buf)[LRH_LEN:end], lnh) == stored
+    # the ICRC over the packet and its stored ICRC is CRC-32's residue when they agree
+    return _icrc(memoryview(buf)[LRH_LEN:end], lnh) == ICRC_RESIDUE

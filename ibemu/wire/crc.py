@@ -74,6 +74,8 @@ def icrc(lrh_rest: Buf, lnh: int) -> int:
     return zlib.crc32(buf, _LRH_MASK_CRC)
 
 
+ICRC_RESIDUE = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))
+"""CRC-32 over any data followed by its own CRC (least significant byte first)."""
 VCRC_RESIDUE = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
 """The VCRC over any data followed by its own VCRC (least significant byte first): a
 constant of the CRC, so a received packet is checked with one pass over all of it."""
