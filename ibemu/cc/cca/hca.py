@@ -22,7 +22,6 @@ from ...wire.layout import PACKET_OVERHEAD
 from .settings import TIMER_UNIT_PS, CASetting, cct_delay
 
 
-
 class CCTIState:
     """One CCTI: a QP's or an SL's."""
     __slots__ = ("value", "sl", "key", "delay")

@@ -25,8 +25,8 @@ from ...fabric.hca import HCA
 from ...fabric.node import VL15
 from ...fabric.switch import Switch
 from ...wire import opcodes as OP
-from ...wire.layout import Buf
 from ...wire.codec import build, get_dlid, get_fecn_local, get_opcode, get_slid, get_ud_payload
+from ...wire.layout import Buf
 
 HP_QPN = 0xFF                 # below the data QPNs (0x101 up); QP0/QP1 stay the SMI/GSI
 Q_KEY = 0x80010000
