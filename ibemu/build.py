@@ -19,7 +19,7 @@ from .fabric.switch import Switch
 from .fabric.traffic import make_generator
 from .errors import UserError
 
-MAX_HEADERS = 8 + 12 + 16 + 4 + 2      # LRH, BTH, RETH, ICRC, VCRC
+from .wire.layout import MAX_HEADERS      # LRH, BTH, RETH, ICRC, VCRC
 
 
 @dataclass

@@ -27,7 +27,7 @@ from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
 
-WIRE_OVERHEAD = 8 + 12 + 4 + 2     # LRH, BTH, ICRC, VCRC of a SEND packet
+from .wire.layout import PACKET_OVERHEAD as WIRE_OVERHEAD     # LRH, BTH, ICRC, VCRC of a SEND packet
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
 
 

@@ -400,3 +400,81 @@ def test_shim_rejects_foreign_datagrams():
         with pytest.raises(ValueError):
             unpack_shim(bad)
     assert not isinstance(IBEmu(b"xx" + bytes(14)), IBEmu)   # stays Raw without the magic
+
+
+# ----------------------------------------------------------------- accessors (issue 12)
+
+@pytest.mark.parametrize("opcode", ALL_OPCODES, ids=lambda c: OPCODES[c][0])
+@FEW
+@given(data=st.data())
+def test_accessors_read_what_parse_reads(opcode, data):
+    """Every codec accessor returns the field the builder wrote (the plain ones on LNH-2
+    packets, the ``*_any`` and FECN/BECN ones on LNH 2 and 3), and set_ackreq equals a
+    fresh build with AckReq set."""
+    f = data.draw(packet_fields(opcode))
+    c = codec_build(f)
+    assert (codec.get_vl(c), codec.get_lver(c), codec.get_sl(c), codec.get_dlid(c),
+            codec.get_slid(c)) == (f["vl"], f["lver"], f["sl"], f["dlid"], f["slid"])
+    assert codec.get_lnh(c) == (3 if f["grh"] else 2)
+    assert codec.get_pktlen(c) * 4 == len(c) - 2
+    assert (codec.get_opcode_any(c), codec.get_pkey_any(c), codec.get_fecn(c), codec.get_becn(c)) == \
+        (opcode, f["pkey"], f["fecn"], f["becn"])
+    if f["grh"]:
+        return
+    assert (codec.get_opcode(c), codec.get_se(c), codec.get_m(c), codec.get_tver(c), codec.get_pkey(c),
+            codec.get_fecn_local(c), codec.get_becn_local(c), codec.get_destqp(c), codec.get_ackreq(c),
+            codec.get_psn(c)) == (opcode, f["se"], f["m"], f["tver"], f["pkey"], f["fecn"], f["becn"],
+                                  f["destqp"], f["ackreq"], f["psn"])
+    assert codec.get_padcnt(c) == (-len(f["payload"])) & 3
+    assert codec.payload_len(c) == len(f["payload"]) and codec.payload_of(c) == f["payload"]
+    first = OPCODES[opcode][1][:1]
+    if first == ("AETH",):
+        assert (codec.get_aeth_syndrome(c), codec.get_aeth_msn(c)) == \
+            (f["ext"]["AETH"]["syndrome"], f["ext"]["AETH"]["msn"])
+    if first == ("DETH",):
+        assert (codec.get_deth_qkey(c), codec.get_deth_src_qp(c)) == \
+            (f["ext"]["DETH"]["q_key"], f["ext"]["DETH"]["src_qp"])
+        if OPCODES[opcode][1] == ("DETH",):
+            assert codec.get_ud_payload(c, len(f["payload"])) == f["payload"]
+    if first == ("RETH",):
+        r = f["ext"]["RETH"]
+        assert (codec.get_reth_va(c), codec.get_reth_rkey(c), codec.get_reth_dma_len(c)) == \
+            (r["va"], r["r_key"], r["dma_len"])
+    codec.set_ackreq(c)
+    assert c == codec_build(f, ackreq=1)
+
+
+@FEW
+@given(data=st.data())
+def test_crc_checks_are_the_recomputed_crcs(data):
+    """vcrc_ok and icrc_ok (the CRC residue over the data and its stored CRC) agree with
+    recomputing the CRC and comparing it with the stored one, on good, bit-flipped and
+    short buffers."""
+    from ibemu.wire.crc import icrc, vcrc
+
+    def icrc_ok(b):
+        n, lnh = len(b), b[1] & 3 if len(b) > 1 else 0
+        if n < 26 or lnh not in (2, 3) or (lnh == 3 and n < 66):
+            return False
+        return icrc(bytes(b[8:n - 6]), lnh) == struct.unpack_from("<I", b, n - 6)[0]
+    f = data.draw(packet_fields(data.draw(st.sampled_from(ALL_OPCODES))))
+    good = codec_build(f)
+    bufs = [good, good[:1], good[:2], good[:3], bytes(3), bytes(len(good)), good[:26], good[:66]]
+    for _ in range(8):
+        b = bytearray(good)
+        bit = data.draw(st.integers(0, len(b) * 8 - 1))
+        b[bit >> 3] ^= 1 << (bit & 7)
+        bufs.append(b)
+    for b in bufs:
+        end = len(b) - 2
+        assert codec.vcrc_ok(b) == (end > 0 and vcrc(bytes(b[:end])) == b[end] | (b[end + 1] << 8))
+        assert codec.icrc_ok(b) == icrc_ok(b)
+
+
+@given(op=bits(4), fctbs=bits(12), vl=bits(4), fccl=bits(12))
+def test_link_accessors_agree_with_parse_link(op, fctbs, vl, fccl):
+    from ibemu.wire import linkpkt
+    c = build_link(op, fctbs, vl, fccl)
+    assert linkpkt.get_link_credits(c) == (vl, fctbs, fccl)
+    assert (linkpkt.get_link_op(c), linkpkt.get_link_fctbs(c), linkpkt.get_link_vl(c),
+            linkpkt.get_link_fccl(c)) == parse_link(c)[:4]

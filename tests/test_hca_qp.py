@@ -582,3 +582,24 @@ def test_onoff_drives_an_hca_sender():
     times = [t for _, t in data(take(a))]
     # back to back while ON, silent while OFF, the next packet exactly when ON resumes
     assert times == [k * T for k in range(-(-on1 // T))] + [off1]
+
+
+def test_queue_pair_package_shape():
+    """Issue 12: the queue pairs are split by job, each module small; the RC responder
+    shares only the sending part (rate limit, CC hook) and has no window or generator;
+    RC and UD answer FECN with the one CNP builder."""
+    from pathlib import Path
+
+    import ibemu.fabric.qp as Q
+    for path in Path(Q.__file__).parent.glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 400, path.name
+    assert issubclass(Q.RCResponder, Q.SenderBase) and not issubclass(Q.RCResponder, Q.FlowSource)
+    assert issubclass(Q.RCRequester, Q.FlowSource) and issubclass(Q.UDSender, Q.FlowSource)
+    flow = FlowSpec("f", "a", "b", transport="ud", count=1, pattern="messages")
+    a, b, snd, rcv, rec, _ = pair(flow)
+    marked = codec.build(dlid=B_LID, slid=A_LID, opcode=OP.UD_SEND_ONLY, destqp=rcv.qpn, fecn=1,
+                         sl=3, pkey=0x8001, ext={"DETH": {"q_key": 0, "src_qp": snd.qpn}})
+    cnp = codec.parse(rcv.on_packet(0, marked))
+    assert (cnp.opcode, cnp.becn, cnp.dlid, cnp.slid, cnp.destqp, cnp.sl, cnp.pkey) == \
+        (OP.CNP, 1, A_LID, B_LID, snd.qpn, 3, 0x8001)
+    assert b.counters["cnp_sent"] == 1

@@ -19,6 +19,8 @@ however rarely the node is called.  PortXmitTimeCong is in the same ticks.
 from __future__ import annotations
 
 from ..config import PS_PER_S
+from ..wire.codec import get_becn_local, get_fecn_local
+from ..wire.layout import CN_LOCAL
 
 TICK_BYTES = 64                      # PortXmitWait tick: one credit block at the port rate
 
@@ -76,11 +78,10 @@ class PortCounters:
     def received(self, frame) -> None:
         self.rcv_bytes += len(frame)
         self.rcv_pkts += 1
-        if len(frame) > 12:
-            b = frame[12]
-            if b & 0x80:
+        if len(frame) > CN_LOCAL:
+            if get_fecn_local(frame):
                 self.rcv_fecn += 1
-            if b & 0x40:
+            if get_becn_local(frame):
                 self.rcv_becn += 1
 
     def waiting(self, now: int, flag: bool) -> None:

@@ -15,8 +15,9 @@ from ..config import HCAParams
 from .credits import blocks_of
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
-from ..wire.codec import icrc_ok
-from ..wire.opcodes import EXT_LEN
+from ..wire.codec import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
+from ..wire.layout import PACKET_OVERHEAD
+from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
 from .traffic import INF
 
 
@@ -80,7 +81,7 @@ class HCA(Node):
         if not frame_intact(frame):             # length, PktLen, VCRC (node.py)
             self.port_error(port, "PortRcvErrors")
             return
-        vl = frame[0] >> 4
+        vl = get_vl(frame)
         if vl >= len(port.rx) and vl != VL15:
             self.port_error(port, "PortRcvErrors")
             return
@@ -94,10 +95,10 @@ class HCA(Node):
         if vl != VL15:
             port.rx[vl].freed(blocks_of(len(frame)))
             self._send_fcp(port, vl, now)
-        if not self._acceptable(port, frame):
+        if not self._acceptable(port, frame, vl):
             self._try_send(now)
             return
-        qp = self.qps.get((frame[13] << 16) | (frame[14] << 8) | frame[15])
+        qp = self.qps.get(get_destqp(frame))
         if qp is None:
             self.count("dropped_unknown_qp")
             return
@@ -106,20 +107,19 @@ class HCA(Node):
             self.ctrl.append((reply, vl))
         self._try_send(now)
 
-    def _acceptable(self, port: Port, frame) -> bool:
+    def _acceptable(self, port: Port, frame, vl: int) -> bool:
         """End-node checks once the whole packet is in (issue 8): an IBA local packet
         (LNH 2: ibemu's HCAs take no GRH) for this LID, a known OpCode whose headers fit,
         a good ICRC (IBA 7.8, data integrity) -- else PortRcvErrors; a P_Key the port's table holds
         (IBA 10.9, always checked at an HCA; not on VL15, the subnet management lane,
         whose QP0 packets are exempt) -- else PortRcvConstraintErrors."""
         n = len(frame)
-        op = frame[8]
-        ext = EXT_LEN.get(op)
-        if ((frame[1] & 3) != 2 or ((frame[2] << 8) | frame[3]) != self.lid or ext is None
-                or n < 26 + ext + ((frame[9] >> 4) & 3) or not icrc_ok(frame)):
+        ext = EXT_LEN.get(get_opcode(frame))
+        if (get_lnh(frame) != LNH_IBA_LOCAL or get_dlid(frame) != self.lid or ext is None
+                or n < PACKET_OVERHEAD + ext + get_padcnt(frame) or not icrc_ok(frame)):
             self.port_error(port, "PortRcvErrors")
             return False
-        if (frame[0] >> 4) != VL15 and not self.pkey_table.allows((frame[10] << 8) | frame[11]):
+        if vl != VL15 and not self.pkey_table.allows(get_pkey(frame)):
             self.port_error(port, "PortRcvConstraintErrors")
             return False
         return True

@@ -20,7 +20,7 @@ in band (IBA 16.1 performance management; annex A10 congestion control), sans-I/
 from __future__ import annotations
 
 from ..wire import mad as M
-from ..wire.codec import get_slid
+from ..wire.codec import get_sl, get_slid
 
 ALL_PORTS = 0xFF
 # PortCounters CounterSelect bits (IBA 16.1.3.5), then CounterSelect2 bit 0
@@ -65,7 +65,7 @@ class MADAgent:
         if status:
             node.count("MADs_rejected")
         return M.build_mad_packet(get_slid(frame), node.lid, M.response(req, attr or b"", status),
-                                  sl=frame[1] >> 4)
+                                  sl=get_sl(frame))
 
     # ---------------------------------------------------------------- PerfMgt
     def _perf(self, req, now):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from ..config import PS_PER_S
-from ..wire.codec import vcrc_ok
-from ..wire.crc import lpcrc
-from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link
+from ..wire.codec import get_pktlen, vcrc_ok
+from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN
+from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
 from .counters import PortCounters
 from .credits import CreditRx, CreditTx
 from .recorder import Recorder
@@ -30,7 +30,7 @@ def frame_intact(frame) -> bool:
     """The link-layer checks every receiver makes on arrival (IBA ch. 7; issue 8): long
     enough for LRH + BTH + CRCs, PktLen agreeing with the length, a good VCRC."""
     n = len(frame)
-    return n >= 26 and (((frame[4] & 7) << 8) | frame[5]) * 4 + 2 == n and vcrc_ok(frame)
+    return n >= PACKET_OVERHEAD and get_pktlen(frame) * 4 + VCRC_LEN == n and vcrc_ok(frame)
 
 
 class Port:
@@ -138,12 +138,10 @@ class Node:
 
     def receive_link(self, port: Port, frame, now: int) -> int | None:
         """Apply a flow-control packet; return its VL (None when it was dropped)."""
-        if len(frame) != LINK_LEN or lpcrc(frame[:4]) != frame[4] | (frame[5] << 8):
+        if not link_crc_ok(frame):
             self.port_error(port, "PortRcvErrors")
             return None
-        fctbs = ((frame[0] & 0xF) << 8) | frame[1]
-        vl = frame[2] >> 4
-        fccl = ((frame[2] & 0xF) << 8) | frame[3]
+        vl, fctbs, fccl = get_link_credits(frame)
         if vl >= len(port.tx):
             self.port_error(port, "PortRcvErrors")
             return None

@@ -19,7 +19,11 @@ Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
 from __future__ import annotations
 
 from ..config import SwitchParams
-from ..wire.codec import icrc_ok, set_vl
+from ..wire.codec import (get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl,
+                          get_vl, icrc_ok, set_vl)
+from ..wire.layout import GRH_PACKET_MIN
+from ..wire.mad import GSI_QP
+from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 from ..wire.opcodes import is_data
 from .credits import blocks_of
 from .node import VL15, Node, Port, frame_intact
@@ -102,23 +106,24 @@ class Switch(Node):
         if not frame_intact(frame):
             self.port_error(port, "PortRcvErrors")
             return
-        vl_in = frame[0] >> 4
-        if (vl_in != VL15 and vl_in >= len(port.rx)) or ((frame[1] & 3) == 3 and n < 66):
+        vl_in = get_vl(frame)
+        lnh = get_lnh(frame)
+        if (vl_in != VL15 and vl_in >= len(port.rx)) or (lnh == LNH_IBA_GLOBAL and n < GRH_PACKET_MIN):
             self.port_error(port, "PortRcvErrors")      # (a GRH packet holds LRH+GRH+BTH)
             return
         blocks = blocks_of(n)
-        if ((frame[2] << 8) | frame[3]) == self.lid and self.lid:
+        dlid = get_dlid(frame)
+        if dlid == self.lid and self.lid:
             self._to_agent(port, frame, vl_in, blocks, now)      # management port 0
             return
-        out = self.lft.get((frame[2] << 8) | frame[3])
+        out = self.lft.get(dlid)
         if out is None or out not in self.ports or out == pidx:
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
             return
-        if self.enforce_pkeys and (frame[1] & 3) >= 2 and vl_in != VL15:      # (VL15: QP0, exempt)
+        if self.enforce_pkeys and lnh >= LNH_IBA_LOCAL and vl_in != VL15:      # (VL15: QP0, exempt)
             table = self.pkey_tables.get(pidx)
             if table is not None:
-                off = 50 if (frame[1] & 3) == 3 else 10
-                if not table.allows((frame[off] << 8) | frame[off + 1]):
+                if not table.allows(get_pkey_any(frame)):
                     self._drop_received(port, vl_in, blocks, now, "PortRcvConstraintErrors")
                     return
         if vl_in == VL15:                           # management: not flow controlled
@@ -130,13 +135,12 @@ class Switch(Node):
             table = self.sl2vl
             if self.port_sl2vl:
                 table = self.port_sl2vl.get((pidx, out)) or self.port_sl2vl.get((None, out)) or table
-            vl = table[frame[1] >> 4]
+            vl = table[get_sl(frame)]
             if vl >= len(self.queues[out]):
                 vl = len(self.queues[out]) - 1
         tail = now + port.tx_time(n)
         eligible = (now if self.cut_through else tail) + self.fwd_delay
-        lnh = frame[1] & 3
-        data = _DATA_OPCODE[frame[8 if lnh == 2 else 48]] if lnh >= 2 else False
+        data = _DATA_OPCODE[get_opcode_any(frame)] if lnh >= LNH_IBA_LOCAL else False
         e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
         (self.vl15[out] if vl == VL15 else self.queues[out][vl]).append(e)
         self.queued[out] += 1
@@ -150,7 +154,7 @@ class Switch(Node):
         its last byte is in, and the response is injected on VL15 (docs/dcms.md:
         no processing delay is modelled).  Anything else for port 0 is dropped and
         counted (it needs no buffer: port 0 consumes at link speed)."""
-        if vl_in != VL15 or (frame[13] << 16 | frame[14] << 8 | frame[15]) != 1 or (frame[1] & 3) != 2:
+        if vl_in != VL15 or get_destqp(frame) != GSI_QP or get_lnh(frame) != LNH_IBA_LOCAL:
             self._drop_received(port, vl_in, blocks, now, "PortRcvErrors")
             return
         self.at(now + port.tx_time(len(frame)), self._agent_rx, port, frame)
@@ -171,7 +175,7 @@ class Switch(Node):
         """Send a management packet this switch originates (e.g. a CN to the subnet
         manager, seed 000 §6.2, or a MAD response) on VL15, routed by its DLID; False
         when unroutable.  It enters the crossbar from port 0 (input index -1)."""
-        out = self.lft.get((frame[2] << 8) | frame[3])
+        out = self.lft.get(get_dlid(frame))
         if out is None or out not in self.ports:
             return False
         e = Entry(frame, -1, VL15, out, VL15, blocks_of(len(frame)), now, now, False)

@@ -23,30 +23,41 @@ from __future__ import annotations
 
 import zlib
 from functools import lru_cache
+from typing import Protocol
 
-import anycrc
+import anycrc  # type: ignore[import-untyped]
 
-_VCRC = anycrc.CRC(width=16, poly=0x100B, init=0xFFFF, refin=True, refout=True, xorout=0xFFFF)
-_VCRC0 = anycrc.CRC(width=16, poly=0x100B, init=0x0000, refin=True, refout=True, xorout=0x0000)
+from .layout import BTH_CN, GRH_LEN, LRH_LEN, Buf
 
-ICRC_LRH_MASK = b"\xff" * 8   # the whole LRH is variant
+
+class _CRC(Protocol):
+    def calc(self, data: Buf) -> int: ...
+
+
+_VCRC: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0xFFFF, refin=True, refout=True, xorout=0xFFFF)
+_VCRC0: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0x0000, refin=True, refout=True, xorout=0x0000)
+
+ICRC_LRH_MASK = b"\xff" * LRH_LEN   # the whole LRH is variant
 GRH_VARIANT_MASK = bytes([0x0F, 0xFF, 0xFF, 0xFF]) + bytes(3) + b"\xff" + bytes(32)
 """OR-mask for the 40-byte GRH: TClass (8 bits after IPVer), FlowLabel (20), HopLmt (8)."""
 
-BTH_VARIANT_OFFSET = 4         # FECN | BECN | Resv6 byte of the BTH
+BTH_VARIANT_OFFSET = BTH_CN     # FECN | BECN | Resv6 byte of the BTH
 
 
-def vcrc(data) -> int:
+def vcrc(data: Buf) -> int:
     """VCRC of *data* (bytes, bytearray or memoryview)."""
     return _VCRC.calc(data)
 
 
-def lpcrc(first4) -> int:
+def lpcrc(first4: Buf) -> int:
     """LPCRC of a link flow-control packet: the VCRC polynomial over its first 4 bytes."""
     return _VCRC.calc(first4)
 
 
-def icrc(lrh_rest, lnh: int) -> int:
+_LRH_MASK_CRC = zlib.crc32(ICRC_LRH_MASK)
+
+
+def icrc(lrh_rest: Buf, lnh: int) -> int:
     """ICRC of an IBA packet.
 
     *lrh_rest* is the packet after the 8-byte LRH, up to (not including) the ICRC:
@@ -58,9 +69,16 @@ def icrc(lrh_rest, lnh: int) -> int:
         for i, m in enumerate(GRH_VARIANT_MASK):
             if m:
                 buf[i] |= m
-        off = 40
+        off = GRH_LEN
     buf[off + BTH_VARIANT_OFFSET] = 0xFF
-    return zlib.crc32(buf, zlib.crc32(ICRC_LRH_MASK))
+    return zlib.crc32(buf, _LRH_MASK_CRC)
+
+
+ICRC_RESIDUE = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))
+"""CRC-32 over any data followed by its own CRC (least significant byte first)."""
+VCRC_RESIDUE = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
+"""The VCRC over any data followed by its own VCRC (least significant byte first): a
+constant of the CRC, so a received packet is checked with one pass over all of it."""
 
 
 @lru_cache(maxsize=65536)

@@ -4,15 +4,20 @@ Six bytes: Op(4) FCTBS(12) | VL(4) FCCL(12) | LPCRC(16).  Op 0 = normal flow con
 1 = flow-control init.  FCTBS is the total blocks (64 bytes) sent on the VL and FCCL the
 credit limit granted by the receiver, both modulo 4096.  LPCRC is the VCRC polynomial
 over the first four bytes, sent least significant byte first like the VCRC.
+
+The accessors (``link_crc_ok``, ``get_link_op`` ... ``get_link_fccl``) are the hot-path
+readers every node uses on arrival; ``parse_link`` is the checked one for tools.
 """
 from __future__ import annotations
 
 import struct
 
-from .crc import lpcrc
+from .crc import VCRC_RESIDUE, lpcrc
+from .layout import Buf
 
 LINK_LEN = 6
 OP_NORMAL, OP_INIT = 0, 1
+LINK_OP_FCTBS, LINK_VL_FCCL, LINK_LPCRC = 0, 2, 4      # byte offsets of the three 16-bit words
 _LP = struct.Struct(">HH")
 _LPCRC = struct.Struct("<H")
 
@@ -22,13 +27,40 @@ def build_link(op: int, fctbs: int, vl: int, fccl: int, crc: int | None = None) 
     return head + _LPCRC.pack(lpcrc(head) if crc is None else crc)
 
 
-def parse_link(buf) -> tuple[int, int, int, int, int]:
+def parse_link(buf: Buf) -> tuple[int, int, int, int, int]:
     """Return (op, fctbs, vl, fccl, lpcrc); raise ValueError on a wrong length."""
     if len(buf) != LINK_LEN:
         raise ValueError("link packet must be %d bytes, got %d" % (LINK_LEN, len(buf)))
+    a: int
+    b: int
     a, b = _LP.unpack_from(buf, 0)
-    return a >> 12, a & 0xFFF, b >> 12, b & 0xFFF, _LPCRC.unpack_from(buf, 4)[0]
+    crc: int = _LPCRC.unpack_from(buf, LINK_LPCRC)[0]
+    return a >> 12, a & 0xFFF, b >> 12, b & 0xFFF, crc
 
 
-def link_crc_ok(buf) -> bool:
-    return len(buf) == LINK_LEN and lpcrc(bytes(buf[:4])) == _LPCRC.unpack_from(buf, 4)[0]
+def link_crc_ok(buf: Buf) -> bool:
+    """A link packet of the right length whose LPCRC matches (the CRC over all six
+    bytes is the VCRC polynomial's residue, :data:`ibemu.wire.crc.VCRC_RESIDUE`)."""
+    return len(buf) == LINK_LEN and lpcrc(buf) == VCRC_RESIDUE
+
+
+def get_link_credits(buf: Buf) -> tuple[int, int, int]:
+    """(VL, FCTBS, FCCL) of a link packet, in one call (every node, on every arrival)."""
+    return (buf[LINK_VL_FCCL] >> 4, ((buf[LINK_OP_FCTBS] & 0xF) << 8) | buf[LINK_OP_FCTBS + 1],
+            ((buf[LINK_VL_FCCL] & 0xF) << 8) | buf[LINK_VL_FCCL + 1])
+
+
+def get_link_op(buf: Buf) -> int:
+    return buf[LINK_OP_FCTBS] >> 4
+
+
+def get_link_fctbs(buf: Buf) -> int:
+    return ((buf[LINK_OP_FCTBS] & 0xF) << 8) | buf[LINK_OP_FCTBS + 1]
+
+
+def get_link_vl(buf: Buf) -> int:
+    return buf[LINK_VL_FCCL] >> 4
+
+
+def get_link_fccl(buf: Buf) -> int:
+    return ((buf[LINK_VL_FCCL] & 0xF) << 8) | buf[LINK_VL_FCCL + 1]

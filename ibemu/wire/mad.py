@@ -22,6 +22,14 @@ management traffic: not flow controlled, ahead of data.
 from __future__ import annotations
 
 import struct
+from typing import Mapping, Sequence
+
+from .codec import build, get_destqp, get_lnh, get_ud_payload
+from .layout import DETH_LEN, PACKET_OVERHEAD, Buf
+from .opcodes import LNH_IBA_LOCAL, UD_SEND_ONLY
+
+Layout = Sequence[tuple[str, int, int]]
+"""An attribute's fields: (name, bit offset, bit width)."""
 
 MAD_LEN = 256
 ATTR_OFFSET = 64
@@ -119,7 +127,7 @@ class MADError(ValueError):
 
 # ---------------------------------------------------------------- bit fields
 
-def _get(data: bytes, off: int, width: int) -> int:
+def _get(data: Buf, off: int, width: int) -> int:
     first, last = off // 8, (off + width - 1) // 8
     chunk = int.from_bytes(data[first:last + 1], "big")
     return (chunk >> ((last + 1) * 8 - off - width)) & ((1 << width) - 1)
@@ -136,7 +144,8 @@ def _put(data: bytearray, off: int, width: int, value: int) -> None:
     data[first:last + 1] = chunk.to_bytes(n, "big")
 
 
-def pack_fields(layout, values: dict, data: bytearray | None = None, base: int = 0) -> bytearray:
+def pack_fields(layout: Layout, values: Mapping[str, int], data: bytearray | None = None,
+                base: int = 0) -> bytearray:
     """Write *values* (name -> int) into *data* (default: 192 zero bytes) at bit *base*."""
     data = bytearray(ATTR_LEN) if data is None else data
     known = {name for name, _, _ in layout}
@@ -149,13 +158,13 @@ def pack_fields(layout, values: dict, data: bytearray | None = None, base: int =
     return data
 
 
-def unpack_fields(layout, data, base: int = 0) -> dict:
+def unpack_fields(layout: Layout, data: Buf, base: int = 0) -> dict[str, int]:
     return {name: _get(data, base + off, width) for name, off, width in layout}
 
 
 # ---------------------------------------------------------------- attributes with arrays
 
-def pack_switch_port_settings(elements: list[dict]) -> bytearray:
+def pack_switch_port_settings(elements: Sequence[Mapping[str, int]]) -> bytearray:
     """One SwitchPortCongestionSetting block: up to 32 element dicts."""
     if len(elements) > SWITCH_PORT_ELEMENTS:
         raise MADError("a block holds at most %d ports" % SWITCH_PORT_ELEMENTS)
@@ -165,11 +174,12 @@ def pack_switch_port_settings(elements: list[dict]) -> bytearray:
     return data
 
 
-def unpack_switch_port_settings(data) -> list[dict]:
+def unpack_switch_port_settings(data: Buf) -> list[dict[str, int]]:
     return [unpack_fields(SWITCH_PORT_ELEMENT_FIELDS, data, 32 * i) for i in range(SWITCH_PORT_ELEMENTS)]
 
 
-def pack_ca_setting(port_control: int, control_map: int, entries: list[dict]) -> bytearray:
+def pack_ca_setting(port_control: int, control_map: int,
+                    entries: Sequence[Mapping[str, int]]) -> bytearray:
     """CACongestionSetting: *entries* per SL (at most 16)."""
     if len(entries) > 16:
         raise MADError("CACongestionSetting has 16 SL entries")
@@ -179,7 +189,7 @@ def pack_ca_setting(port_control: int, control_map: int, entries: list[dict]) ->
     return data
 
 
-def unpack_ca_setting(data) -> tuple[dict, list[dict]]:
+def unpack_ca_setting(data: Buf) -> tuple[dict[str, int], list[dict[str, int]]]:
     head = unpack_fields(CA_CONG_SETTING_FIELDS, data)
     return head, [unpack_fields(CA_CONG_ENTRY_FIELDS, data, 32 + 64 * sl) for sl in range(16)]
 
@@ -195,7 +205,7 @@ def pack_cc_table(ccti_limit: int, entries: list[tuple[int, int]]) -> bytearray:
     return data
 
 
-def unpack_cc_table(data) -> tuple[int, list[tuple[int, int]]]:
+def unpack_cc_table(data: Buf) -> tuple[int, list[tuple[int, int]]]:
     return (_get(data, 0, 16),
             [(_get(data, 32 + 16 * i, 2), _get(data, 34 + 16 * i, 14)) for i in range(CC_TABLE_ENTRIES)])
 
@@ -218,12 +228,23 @@ class MAD:
     """A parsed MAD: header fields, the CC_Key (CC class) and the attribute bytes."""
     __slots__ = ("base_version", "mgmt_class", "class_version", "method", "status",
                  "class_specific", "tid", "attr_id", "attr_mod", "cc_key", "attr")
+    base_version: int
+    mgmt_class: int
+    class_version: int
+    method: int
+    status: int
+    class_specific: int
+    tid: int
+    attr_id: int
+    attr_mod: int
+    cc_key: int
+    attr: bytes
 
     @property
     def attribute_name(self) -> str:
         return ATTRIBUTE_NAMES.get((self.mgmt_class, self.attr_id), "0x%04x" % self.attr_id)
 
-    def fields(self) -> dict:
+    def fields(self) -> dict[str, int]:
         """The attribute's scalar fields (for the attributes with a plain layout)."""
         layout = FIELDS.get((self.mgmt_class, self.attr_id))
         if layout is None:
@@ -231,7 +252,7 @@ class MAD:
         return unpack_fields(layout, self.attr)
 
 
-def parse_mad(buf) -> MAD:
+def parse_mad(buf: Buf) -> MAD:
     if len(buf) != MAD_LEN:
         raise MADError("a MAD is %d bytes, got %d" % (MAD_LEN, len(buf)))
     m = MAD()
@@ -253,16 +274,14 @@ def response(req: MAD, attr: bytes, status: int = STATUS_OK) -> bytes:
 def build_mad_packet(dlid: int, slid: int, mad: bytes, *, sl: int = 0, src_qp: int = GSI_QP,
                      dest_qp: int = GSI_QP) -> bytearray:
     """The frame carrying *mad*: LRH (VL15) / BTH UD SEND-only to the GSI / DETH / MAD."""
-    from .codec import build
-    from .opcodes import UD_SEND_ONLY
     return build(dlid=dlid, slid=slid, opcode=UD_SEND_ONLY, destqp=dest_qp, vl=15, sl=sl,
                  payload=mad, ext={"DETH": {"q_key": GSI_QKEY, "src_qp": src_qp}})
 
 
-def mad_of(frame) -> bytes | None:
+def mad_of(frame: Buf) -> bytes | None:
     """The MAD bytes of a frame to QP 0/1 with LRH/BTH/DETH, or None."""
-    if len(frame) != 8 + 12 + 8 + MAD_LEN + 6 or frame[1] & 3 != 2:
+    if len(frame) != PACKET_OVERHEAD + DETH_LEN + MAD_LEN or get_lnh(frame) != LNH_IBA_LOCAL:
         return None
-    if (frame[13] << 16 | frame[14] << 8 | frame[15]) > 1:
+    if get_destqp(frame) > GSI_QP:
         return None
-    return bytes(frame[28:28 + MAD_LEN])
+    return get_ud_payload(frame, MAD_LEN)

@@ -28,10 +28,15 @@ def pack_shim(kind: int, seq: int, time_ns: int) -> bytes:
     return _SHIM.pack(MAGIC, VERSION, kind, seq & 0xFFFFFFFF, time_ns & 0xFFFFFFFFFFFFFFFF)
 
 
-def unpack_shim(buf) -> tuple[int, int, int]:
+def unpack_shim(buf: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """Return (kind, seq, time_ns); raise ValueError when it is not an ibemu datagram."""
     if len(buf) < SHIM_LEN:
         raise ValueError("datagram shorter than the shim")
+    magic: bytes
+    version: int
+    kind: int
+    seq: int
+    t: int
     magic, version, kind, seq, t = _SHIM.unpack_from(buf, 0)
     if magic != MAGIC or version != VERSION or kind not in (KIND_PACKET, KIND_LINK):
         raise ValueError("not an ibemu datagram")

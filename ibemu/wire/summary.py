@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .codec import CodecError, parse
+from .layout import Buf
 from .linkpkt import parse_link
 from .opcodes import AETH_KINDS, NAK_CODES, opcode_name
 
@@ -20,7 +21,7 @@ def aeth_text(syndrome: int) -> str:
     return "%s 0x%02x" % (AETH_KINDS[kind], syndrome)
 
 
-def summarize_packet(frame) -> str:
+def summarize_packet(frame: Buf) -> str:
     """Summary of an IBA packet; raises CodecError when it does not parse."""
     f = parse(frame)
     parts = ["LRH %d>%d VL%d SL%d" % (f.slid, f.dlid, f.vl, f.sl)]
@@ -48,13 +49,13 @@ def summarize_packet(frame) -> str:
     return " / ".join(parts)
 
 
-def summarize_link(frame) -> str:
+def summarize_link(frame: Buf) -> str:
     op, fctbs, vl, fccl, _ = parse_link(frame)
     return "LINK %s VL%d FCTBS=%d FCCL=%d" % ("init" if op == 1 else "normal" if op == 0 else "op%d" % op,
                                              vl, fctbs, fccl)
 
 
-def summarize(frame, link: bool) -> str:
+def summarize(frame: Buf, link: bool) -> str:
     """Summary of any frame; a frame that does not parse gives ``MALFORMED (reason)``."""
     try:
         return summarize_link(frame) if link else summarize_packet(frame)

@@ -18,9 +18,8 @@ link, Tp / (Tp + delay)) per flow (per QP) or per ``hca:SL<n>`` (per SL), on cha
 """
 from __future__ import annotations
 
+from ...wire.layout import PACKET_OVERHEAD
 from .settings import TIMER_UNIT_PS, CASetting, cct_delay
-
-_HDR = 8 + 12 + 4 + 2                   # LRH, BTH, ICRC, VCRC
 
 
 class CCTIState:
@@ -41,7 +40,7 @@ class CCAResponse:
         self.hca = hca
         self.ca = ca
         self.recorder = recorder
-        self.max_packet_time = hca.port.tx_time(hca.mtu + _HDR)
+        self.max_packet_time = hca.port.tx_time(hca.mtu + PACKET_OVERHEAD)
         self.delays = [cct_delay(e, self.max_packet_time) for e in ca.CCT]
         self.limit = ca.limit()
         self.per_sl = ca.Port_Control == "sl"

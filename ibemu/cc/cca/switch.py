@@ -55,7 +55,7 @@ import random
 import zlib
 
 from ...fabric.node import VL15
-from ...wire.codec import set_fecn
+from ...wire.codec import get_fecn, set_fecn
 from .settings import SwitchSetting
 
 
@@ -171,7 +171,7 @@ class CCAMarker:
         pc.congested += 1
         sw.count("CC_congested:port%d" % o)
         frame = e.frame
-        if e.blocks < pc.packet_size or frame[12 if frame[1] & 3 == 2 else 52] & 0x80:
+        if e.blocks < pc.packet_size or get_fecn(frame):
             return
         if pc.countdown[vl]:
             pc.countdown[vl] -= 1

@@ -25,19 +25,26 @@ from ...fabric.hca import HCA
 from ...fabric.node import VL15
 from ...fabric.switch import Switch
 from ...wire import opcodes as OP
-from ...wire.codec import build
+from ...wire.codec import build, get_dlid, get_fecn_local, get_opcode, get_slid, get_ud_payload
+from ...wire.layout import Buf
 
 HP_QPN = 0xFF                 # below the data QPNs (0x101 up); QP0/QP1 stay the SMI/GSI
 Q_KEY = 0x80010000
+MSG_LEN = 8                   # the payload of every HP management datagram
 
 
-def _mad(dlid: int, slid: int, payload: bytes):
+def _mad(dlid: int, slid: int, payload: bytes) -> bytearray:
     return build(dlid=dlid, slid=slid, opcode=OP.UD_SEND_ONLY, destqp=HP_QPN, vl=VL15,
                  payload=payload, ext={"DETH": {"q_key": Q_KEY, "src_qp": HP_QPN}})
 
 
-def _payload(frame) -> bytes:
-    return bytes(frame[28:36])          # LRH 8 + BTH 12 + DETH 8
+def _payload(frame: Buf) -> bytes:
+    return get_ud_payload(frame, MSG_LEN)
+
+
+def _cn(frame: Buf) -> bytes:
+    """The CN message for marked *frame*: ``b"CN" + SLID + DLID + 2 pad bytes``."""
+    return b"CN" + get_slid(frame).to_bytes(2, "big") + get_dlid(frame).to_bytes(2, "big") + b"\0\0"
 
 
 class Agent:
@@ -48,12 +55,13 @@ class Agent:
         self.name = "hp-mgmt"
         self.manager = manager
 
-    def on_packet(self, now: int, frame):
-        p = _payload(frame)
-        if p[:2] == b"CN" and self.manager is not None:
-            self.manager.on_cn(now, int.from_bytes(p[2:4], "big"), int.from_bytes(p[4:6], "big"))
-        elif p[:2] == b"IP":
-            dlid, ipd = int.from_bytes(p[2:4], "big"), p[4]
+    def on_packet(self, now: int, frame: Buf) -> None:
+        msg = _payload(frame)
+        kind = msg[:2]
+        if kind == b"CN" and self.manager is not None:
+            self.manager.on_cn(now, int.from_bytes(msg[2:4], "big"), int.from_bytes(msg[4:6], "big"))
+        elif kind == b"IP":
+            dlid, ipd = int.from_bytes(msg[2:4], "big"), msg[4]
             for qp in self.hca.senders:
                 if qp.dlid == dlid:
                     qp.ipd = ipd
@@ -90,11 +98,11 @@ class SubnetManager:
         mgr = self
 
         def on_packet(now, frame):
-            if frame[12] & 0x80 and OP.is_data(frame[8]):
-                slid = (frame[6] << 8) | frame[7]
+            if get_fecn_local(frame) and OP.is_data(get_opcode(frame)):
+                slid = get_slid(frame)
                 if slid in mgr.nc_lids:
                     hca.count("hp_cn_to_manager")
-                    hca.ctrl.append((_mad(mgr.lid, hca.lid, b"CN" + frame[6:8] + frame[2:4] + b"\0\0"), VL15))
+                    hca.ctrl.append((_mad(mgr.lid, hca.lid, _cn(frame)), VL15))
             return inner(now, frame)
         rcv.on_packet = on_packet
 
@@ -104,10 +112,10 @@ class SubnetManager:
         nc, lid = self.nc_lids, self.lid
 
         def notify(sw: Switch, frame, now: int) -> None:
-            dlid = (frame[2] << 8) | frame[3]
+            dlid = get_dlid(frame)
             if dlid in nc:
                 sw.count("hp_cn_to_manager")
-                sw.inject(_mad(lid, 0, b"CN" + frame[6:8] + frame[2:4] + b"\0\0"), now)
+                sw.inject(_mad(lid, 0, _cn(frame)), now)
         return notify
 
     def start(self) -> None:

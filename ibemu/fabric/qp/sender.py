@@ -1,0 +1,121 @@
+"""What every sending queue pair shares: the connection, the rate limit and the
+congestion-control hook (:class:`SenderBase`); and what the source of a flow adds, the
+window and the traffic generator (:class:`FlowSource`).
+
+Rate limit: a static IPD (rate R/(IPD+1): after a packet of transmission time T the next
+may start (IPD+1)·T later) or an explicit rate in bytes/s, lengthened by the
+congestion-control response's ``gap``.  Window: at most CWND packets sent and not yet
+acknowledged (OUTS; seed 000 §3 / §5.1).  CWND, the rate and the IPD are plain attributes
+for the congestion-control response of issues 5 and 6 to adjust.
+
+The source-side response hooks in through ``SenderBase.cc`` (see :mod:`ibemu.cc`):
+``on_sent(qp, now, frame)`` after every data packet (retransmissions included),
+``on_ack(qp, now, psn, n, becn)`` for every ACK or READ response that acknowledges *n*
+new packets, ``on_cnp(qp, now)`` for every CNP, and ``gap(qp, nbytes, t)`` which may
+lengthen the rate limiter's gap.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...config import PS_PER_S
+from ...wire.codec import build, get_slid
+from ...wire.layout import Buf
+from .cnp import answer_cnp
+
+if TYPE_CHECKING:
+    from ...config import FlowSpec
+    from ..hca import HCA
+    from ..integrity import PayloadCheck
+    from ..traffic import Generator
+
+
+class SenderBase:
+    """A QP that sends packets of one connection: the RC requester, the RC responder
+    (RDMA READ responses) and the UD sender.  Addresses, the rate limiter, the
+    congestion-control hook (``cc``) and the payload pattern."""
+
+    def __init__(self, hca: HCA, flow: FlowSpec, qpn: int, remote_qpn: int, dlid: int, vl: int):
+        self.hca = hca
+        self.flow = flow
+        self.name = flow.name
+        self.qpn = qpn
+        self.remote_qpn = remote_qpn
+        self.dlid = dlid
+        self.vl = vl
+        self.sl = flow.sl
+        self.pkey = flow.pkey
+        self.ipd = flow.ipd
+        self.rate = flow.rate               # bytes/s or None
+        self.next_allowed = 0
+        self.sent_packets = 0
+        self.cc: Any = None                 # congestion-control response (ibemu.cc)
+        self.cnps_received = 0
+        self.integrity: PayloadCheck | None = None
+
+    def gap_after(self, nbytes: int) -> int:
+        """Rate limit: minimum time from this packet's start to the next one's."""
+        t = self.hca.port.tx_time(nbytes)
+        if self.rate:
+            t = max(t, -(-nbytes * PS_PER_S // int(self.rate)))
+        if self.ipd:
+            t = max(t, (self.ipd + 1) * self.hca.port.tx_time(nbytes))
+        if self.cc is not None:
+            t = self.cc.gap(self, nbytes, t)
+        return t
+
+    def _sent(self, now: int, frame: bytearray) -> None:
+        """Bookkeeping after a data packet: the rate limiter and the CC hook."""
+        self.sent_packets += 1
+        self.next_allowed = now + self.gap_after(len(frame))
+        if self.cc is not None:
+            self.cc.on_sent(self, now, frame)
+
+    def _paced(self, now: int) -> tuple[bool, int | None]:
+        """The rate limiter's verdict: (True, None) or (False, the time it allows)."""
+        if self.next_allowed > now:
+            return False, self.next_allowed
+        return True, None
+
+    def on_cnp(self, now: int, frame: Buf) -> None:
+        """A CNP for this QP (IBA A10): hand it to the congestion-control response."""
+        self.cnps_received += 1
+        self.hca.count("cnp_received")
+        if self.cc is not None:
+            self.cc.on_cnp(self, now)
+
+    def cnp_for(self, frame: Buf) -> bytearray:
+        """The CNP answering FECN-marked *frame* (:func:`.cnp.answer_cnp`)."""
+        return answer_cnp(self.hca, frame, self.remote_qpn, self.vl)
+
+    def _build(self, opcode: int, psn: int, **fields: Any) -> bytearray:
+        """A packet of this QP's connection (addresses, QPN, VL, SL, P_Key filled in)."""
+        return build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
+                     destqp=self.remote_qpn, vl=self.vl, sl=self.sl, pkey=self.pkey, **fields)
+
+    def _payload(self, n: int, msg: int, offset: int) -> bytes:
+        if self.integrity is None:
+            return self.hca.payload(n)
+        return self.integrity.payload(self.name, msg, offset, n)
+
+    def _from_peer(self, frame: Buf) -> bool:
+        """An RC QP takes packets only from its connected peer (SLID check; IBA 9.7)."""
+        if get_slid(frame) != self.dlid:
+            self.hca.count("dropped_bad_source")
+            return False
+        return True
+
+
+class FlowSource(SenderBase):
+    """The source of a flow (RC requester, UD sender): its traffic generator and its
+    window of CWND packets (None: no window)."""
+
+    def __init__(self, hca: HCA, flow: FlowSpec, qpn: int, remote_qpn: int, dlid: int, vl: int,
+                 generator: Generator):
+        super().__init__(hca, flow, qpn, remote_qpn, dlid, vl)
+        self.gen = generator
+        self.cwnd: int | None = flow.window
+        self.outs = 0                       # packets sent and not yet acknowledged
+
+    def window_open(self) -> bool:
+        return self.cwnd is None or self.outs < self.cwnd
