@@ -41,7 +41,6 @@ def reproductions(tree: Path) -> list[str]:
 def _env(tree: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree)
-    env.pop("IBEMU_CHECK_CREDITS", None)
     return env
 
 

@@ -50,18 +50,18 @@ _EXPORTS: dict[str, str] = {
     "HCASpec": "ibemu.scenario",
     "LinkSpec": "ibemu.scenario",
     "OutputSpec": "ibemu.scenario",
-    "FlowSpec": "ibemu.config",
-    "LinkParams": "ibemu.config",
-    "SwitchParams": "ibemu.config",
-    "HCAParams": "ibemu.config",
-    "VLArbTable": "ibemu.config",
-    "santos_fig1": "ibemu.topologies",
-    "quickstart": "ibemu.topologies",
-    "PS_PER_NS": "ibemu.config",
-    "PS_PER_US": "ibemu.config",
-    "PS_PER_MS": "ibemu.config",
-    "PS_PER_S": "ibemu.config",
-    "ib_rate": "ibemu.config",
+    "FlowSpec": "ibemu.fabric.params",
+    "LinkParams": "ibemu.fabric.params",
+    "SwitchParams": "ibemu.fabric.params",
+    "HCAParams": "ibemu.fabric.params",
+    "VLArbTable": "ibemu.fabric.params",
+    "santos_fig1": "ibemu.scenario.builders",
+    "quickstart": "ibemu.scenario.builders",
+    "PS_PER_NS": "ibemu.units",
+    "PS_PER_US": "ibemu.units",
+    "PS_PER_MS": "ibemu.units",
+    "PS_PER_S": "ibemu.units",
+    "ib_rate": "ibemu.units",
     "parse_time": "ibemu.units",
     "parse_rate": "ibemu.units",
     "parse_size": "ibemu.units",
@@ -105,13 +105,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:                       # the same names, eagerly, for type checkers and IDEs
-    from .config import (PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, FlowSpec, HCAParams, HCASpec,
-                         LinkParams, LinkSpec, OutputSpec, Scenario, SwitchParams, SwitchSpec,
-                         VLArbTable, ib_rate)       # the specs: ibemu.scenario's model once it exports them
+    from .units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, ib_rate
+    from .fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams, VLArbTable
+    from .scenario.model import HCASpec, LinkSpec, OutputSpec, Scenario, SwitchSpec
     from .errors import UserError
     from .results import Results, format_summary_table, jain_index, load_results, read_series, read_traces
     from .run import RunResult, run_virtual
     from .runtime.controller import WallResult, run_wall
     from .scenario import ScenarioError, apply_overrides, load_scenario, scenario_from_dict
-    from .topologies import quickstart, santos_fig1
+    from .scenario.builders import quickstart, santos_fig1
     from .units import parse_rate, parse_size, parse_time

@@ -7,11 +7,12 @@ The result is driver-neutral: the virtual-time engine and the trio runtime both 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
-from .config import Scenario
+from .cc import install, node_class
+from .scenario.model import Scenario
 from .fabric.credits import MAX_CAPACITY_BLOCKS, blocks_of
 from .fabric.hca import HCA
+from .fabric.network import Fabric
 from .fabric.node import Node, Port
 from .fabric.qp import RCRequester, RCResponder, UDReceiver, UDSender
 from .fabric.recorder import Recorder
@@ -20,36 +21,6 @@ from .fabric.traffic import make_generator
 from .errors import UserError
 
 from .wire.layout import MAX_HEADERS      # LRH, BTH, RETH, ICRC, VCRC
-
-
-@dataclass
-class Fabric:
-    nodes: dict[str, Node]
-    wiring: dict                        # (node, port) -> (peer, peer_port, propagation)
-    link_capacity: dict[str, int]       # directed link label -> bytes/s
-    flow_capacity: dict[str, int]       # flow name -> bytes/s of its source link
-    link_ends: dict[str, tuple] = field(default_factory=dict)   # label -> (node, port, peer, peer_port)
-    qps: dict[str, tuple] = field(default_factory=dict)         # flow -> (sender QP, receiver QP)
-    injectors: dict = field(default_factory=dict)   # label -> LinkFaultInjector (faulty links only)
-
-    # -- operations on a built fabric from outside a run (e.g. ibemu.testing's drain)
-    def stop_traffic(self, now: int) -> None:
-        """End every flow's traffic at *now*: no new message starts from then on (one
-        already started runs to its end)."""
-        for snd, _ in self.qps.values():
-            if snd.gen.stop > now:
-                snd.gen.stop = now
-
-    def heal_links(self) -> None:
-        """Switch every link fault injector off: frames pass unchanged from now on."""
-        for inj in self.injectors.values():
-            inj.enabled = False
-
-    def set_recorder(self, recorder: Recorder) -> None:
-        """Report what every node does to *recorder* from now on (a plain
-        :class:`~ibemu.fabric.recorder.Recorder` records nothing)."""
-        for node in self.nodes.values():
-            node.recorder = recorder
 
 
 def _assign_ports(scn: Scenario):
@@ -130,9 +101,8 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     for s in scn.switches:
         nodes[s.name] = Switch(s.name, s.params, {}, recorder)
         nodes[s.name].lid = sw_lids[s.name]
-    from .cc import hca_class
     for h in scn.hcas:
-        nodes[h.name] = hca_class(scn, h.name)(h.name, h.lid, h.params, recorder)
+        nodes[h.name] = node_class(scn.cc, h.name)(h.name, h.lid, h.params, recorder)
 
     def vls_of(name):
         spec = sw_specs.get(name)
@@ -205,8 +175,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
             if flow.op == "read":
                 dst.senders.append(rcv)
         fabric.qps[flow.name] = (snd, rcv)
-    from .cc import install
-    install(fabric, scn)
+    install(fabric, scn.cc, scn.seed, scn.output.bin)
     _partitions(scn, nodes)
     from .fabric.faults import make_injectors
     fabric.injectors = make_injectors(fabric, getattr(scn, "faults", None), scn.seed)

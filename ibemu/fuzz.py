@@ -26,8 +26,10 @@ import time
 from collections import Counter
 
 from .build import build_fabric
-from .config import PS_PER_US, FlowSpec, HCASpec, LinkSpec, Scenario, SwitchSpec
-from .engine import VirtualEngine
+from .units import PS_PER_US
+from .fabric.params import FlowSpec
+from .scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
+from .sim.engine import VirtualEngine
 from .fabric.hca import HCA
 from .wire.crc import icrc, lpcrc, vcrc
 

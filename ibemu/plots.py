@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import PS_PER_MS, Scenario
+from .units import PS_PER_MS
+from .scenario.model import Scenario
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as FigureType

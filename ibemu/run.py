@@ -21,8 +21,9 @@ from typing import Any
 
 from .build import Fabric, build_fabric
 from .capture.erf import ErfPcapWriter
-from .config import PS_PER_MS, Scenario
-from .engine import VirtualEngine
+from .units import PS_PER_MS
+from .scenario.model import Scenario
+from .sim.engine import VirtualEngine
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .build import Fabric
-from .config import PS_PER_MS
-from .engine import VirtualEngine
+from .units import PS_PER_MS
+from .sim.engine import VirtualEngine
 from .fabric.integrity import credit_leaks
 from .fabric.recorder import Recorder
 from .run import RunContext, observers

@@ -9,7 +9,7 @@ import pytest
 
 from ibemu.cc.cca.opensm import OpenSMError, parse_opensm
 from ibemu.cc.cca.settings import default_cct
-from ibemu.cc.cca.testbed import dcms_testbed
+from ibemu.studies.cca.testbed import dcms_testbed
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario, scenario_from_dict
 
@@ -33,7 +33,7 @@ def small(cca: dict, duration="2ms") -> dict:
 
 
 def spec(cca: dict):
-    return scenario_from_dict(small(cca), label="t.toml").cc.cca
+    return scenario_from_dict(small(cca), label="t.toml").cc.settings["cca"]
 
 
 def err(cca: dict) -> str:
@@ -159,7 +159,7 @@ def test_opensm_file_loads_and_drives_a_run(tmp_path):
     raw = small({"opensm_file": str(OPENSM)}, duration="3ms")
     raw["output"]["plots"] = True
     scn = scenario_from_dict(raw, label=str(tmp_path / "s.toml"))
-    s = scn.cc.cca
+    s = scn.cc.settings["cca"]
     assert s.ca.sl[0].CCTI_Increase == 2 and s.ca.sl[0].CCTI_Timer == 150 and len(s.ca.CCT) == 32
     r = run_virtual(scn, out_dir=tmp_path / "out")
     marks = r.counters["S"]["FECN_marked:port3"]
@@ -188,7 +188,7 @@ def test_testbed_toml_equals_builder():
     b = dcms_testbed(marking_rate=2048, ccti_timer=75)
     for attr in ("duration", "switches", "hcas", "links", "flows", "seed", "output"):
         assert getattr(a, attr) == getattr(b, attr), attr
-    assert a.cc.cca == b.cc.cca
+    assert a.cc.settings["cca"] == b.cc.settings["cca"]
 
 
 def test_threshold_zero_disables_marking():

@@ -3,8 +3,8 @@ and 4 as relations between runs.  The runs are memoized and shared with
 tests/test_reproduce.py, which checks the figures against the paper's numbers."""
 import pytest
 
-from ibemu.cc.cca.experiments import run_case
-from ibemu.cc.cca.testbed import dcms_testbed
+from ibemu.studies.cca.experiments import run_case
+from ibemu.studies.cca.testbed import dcms_testbed
 
 
 def test_testbed_topology():

@@ -7,7 +7,8 @@ import pytest
 
 from ibemu.cc.cca.hca import CCAResponse
 from ibemu.cc.cca.settings import CASetting, cct_delay, default_cct
-from ibemu.config import PS_PER_US, FlowSpec
+from ibemu.units import PS_PER_US
+from ibemu.fabric.params import FlowSpec
 from ibemu.fabric.recorder import Recorder
 from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, run, take
 from ibemu.wire import codec

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.cc.dcms.testbed import experiment2, experiment2_dict
-from ibemu.config import PS_PER_MS
-from ibemu.engine import VirtualEngine
+from ibemu.studies.dcms.testbed import experiment2, experiment2_dict
+from ibemu.units import PS_PER_MS
+from ibemu.sim.engine import VirtualEngine
 from ibemu.errors import UserError
 from ibemu.fabric.recorder import Recorder
 from ibemu.scenario import scenario_from_dict
@@ -84,7 +84,7 @@ def test_growth_rates_traced_as_dcms_saw_them(to_9s):
 def test_no_manager_no_decisions_fixed_rate():
     raw = experiment2_dict(1, dcms=False, marking_rate=0, duration_s=1)
     scn = scenario_from_dict(raw)
-    assert scn.cc.dcms is None and "M" not in {h.name for h in scn.hcas}
+    assert scn.cc is not None and "dcms" not in scn.cc.settings and "M" not in {h.name for h in scn.hcas}
 
 
 def test_dcms_table_is_checked():

@@ -2,7 +2,7 @@
 import filecmp
 
 from ibemu.run import run_virtual
-from ibemu.topologies import quickstart, santos_fig1
+from ibemu.scenario.builders import quickstart, santos_fig1
 
 
 def _run(tmp_path, tag, scn):

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.config import (PS_PER_MS, PS_PER_US, FlowSpec, HCAParams, HCASpec, LinkParams, LinkSpec,
-                          Scenario, SwitchSpec)
-from ibemu.engine import VirtualEngine
+from ibemu.units import PS_PER_MS, PS_PER_US
+from ibemu.fabric.params import FlowSpec, HCAParams, LinkParams
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
+from ibemu.sim.engine import VirtualEngine
 from ibemu.fabric.faults import (DuplicateFilter, FaultSpec, LinkFaultInjector, LinkFaults,
                                  engine_faults)
-from ibemu.fabric.integrity import assert_no_credit_leak, attach, credit_leaks, settle, verify
+from ibemu.testing import assert_no_credit_leak, settle
+from ibemu.fabric.integrity import attach, credit_leaks, verify
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 
@@ -66,7 +68,7 @@ def run_with_faults(scn: Scenario, until: int | None = None):
     eng = VirtualEngine(fab.nodes.values(), fab.wiring, faults=engine_faults(fab.injectors))
     eng.start(0)
     eng.run(until or scn.duration)
-    settle(eng, fab, fab.injectors)
+    settle(eng, fab)
     return fab, eng, check
 
 
@@ -323,27 +325,27 @@ def test_no_credit_leak_in_shipped_scenarios(path):
     eng.run(PS_PER_MS)
     # RC flows finish what they sent (a window's worth at most), then settle
     eng.run(eng.now + 5 * PS_PER_MS)
-    settle(eng, fab, fab.injectors)
+    settle(eng, fab)
     data = sum(n.ports[p].pc.rcv_pkts for n in fab.nodes.values() for p in n.ports)
     assert data > 200                                           # traffic did flow
     assert_no_credit_leak(fab)
 
 
 def test_after_run_check_drains_the_fabric_and_catches_a_leak(monkeypatch):
-    """The check every test run ends with (IBEMU_CHECK_CREDITS=1, ibemu/run.py): a
+    """The check every test run ends with (ibemu.testing, registered by tests/conftest.py): a
     greedy, congested run drains clean once traffic stops; a credit taken away is found."""
     from ibemu.build import build_fabric
-    from ibemu.engine import VirtualEngine
-    from ibemu.fabric.integrity import drain_and_check
+    from ibemu.sim.engine import VirtualEngine
+    from ibemu.testing import drain
     from ibemu.fabric.recorder import Recorder
-    from ibemu.topologies import santos_fig1
+    from ibemu.scenario.builders import santos_fig1
     scn = santos_fig1(L=3, R=1, buffer_packets=4, duration_ms=2, victim=None, name="leak")
     fab = build_fabric(scn, Recorder())
     eng = VirtualEngine(fab.nodes.values(), fab.wiring)
     eng.start(0)
     eng.run(scn.duration)
     assert sum(fab.nodes["B"].queued.values()) > 0              # congested when stopped
-    assert drain_and_check(eng, fab) == []
+    assert drain(eng, fab) == []
     fab.nodes["B"].ports[1].rx[0].used += 2                     # a leak: two blocks never freed
-    problems = drain_and_check(eng, fab, drain_ps=10**9)
+    problems = drain(eng, fab, drain_ps=10**9)
     assert any("still held" in p for p in problems)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.cc.config import CCSpec
+from ibemu.cc import CCSpec
 from ibemu.cc.hp.config import HPSpec
 from ibemu.cc.hp.response import OTHER, RATE, WINDOW, HPResponse
-from ibemu.config import PS_PER_MS, PS_PER_US, FlowSpec, HCAParams, HCASpec, LinkSpec, Scenario
+from ibemu.units import PS_PER_MS, PS_PER_US
+from ibemu.fabric.params import FlowSpec, HCAParams
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario
 from ibemu.fabric.recorder import Recorder
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
@@ -20,7 +22,7 @@ def pair_hp(flow, spec=None, a_params=None, flows=None):
     scn = Scenario("t", duration=PS_PER_MS, seed=1,
                    hcas=[HCASpec("a", A_LID, a_params or HCAParams()), HCASpec("b", B_LID, HCAParams())],
                    links=[LinkSpec("a", "b")], flows=flows or [flow],
-                   cc=CCSpec("hp", hp=spec or HPSpec()))
+                   cc=CCSpec("hp", {"hp": spec or HPSpec()}))
     fab = build_fabric(scn, Recorder())
     snd, rcv = fab.qps[flow.name]
     return fab.nodes["a"], fab.nodes["b"], snd, rcv, fab

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ibemu.config import PS_PER_MS
+from ibemu.units import PS_PER_MS
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario, scenario_from_dict
 
@@ -51,7 +51,7 @@ def test_bad_hp_settings_give_one_line_errors(hp, where, text):
 
 
 def test_defaults_are_the_paper_setup():
-    spec = two_hosts().cc.hp
+    spec = two_hosts().cc.settings["hp"]
     assert (spec.marking, spec.response, spec.rates, spec.levels, spec.cwnd_init, spec.cwnd_max) == \
         ("input", "lipd", "discrete", 256, 1, 1)
 

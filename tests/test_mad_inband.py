@@ -5,9 +5,9 @@ getting through a link without credits."""
 from __future__ import annotations
 
 from ibemu.build import build_fabric
-from ibemu.cc.cca.testbed import dcms_testbed
-from ibemu.config import PS_PER_US
-from ibemu.engine import VirtualEngine
+from ibemu.studies.cca.testbed import dcms_testbed
+from ibemu.units import PS_PER_US
+from ibemu.sim.engine import VirtualEngine
 from ibemu.fabric.credits import CreditTx
 from ibemu.wire import mad as M
 from ibemu.wire.codec import parse
@@ -138,17 +138,17 @@ def test_ca_settings_set_in_band_change_the_running_source():
     head, sl = M.unpack_ca_setting(got[0][1].attr)
     assert (sl[0]["CCTI_Timer"], sl[0]["CCTI_Increase"], sl[0]["CCTI_Min"]) == (300, 2, 1)
     assert sl[1]["CCTI_Timer"] == 75                                   # not in the Control_Map
-    assert b.cca.ca.sl[0].CCTI_Timer == 300 and fab.nodes["C"].cca.ca.sl[0].CCTI_Timer == 75
+    assert b.cc_settings.response.ca.sl[0].CCTI_Timer == 300 and fab.nodes["C"].cc_settings.response.ca.sl[0].CCTI_Timer == 75
     # a CCT of 8 entries, CCTI_Limit 7: every CCTI of B is clamped to 7, delays follow the table
     cct = [(0, 0)] + [(1, 3)] * 7
     got = ask(fab, eng, "X", "B", M.build_mad(M.CLASS_CC, M.SET, M.CC_TABLE, M.pack_cc_table(7, cct)), 40, 60)
     limit, back = M.unpack_cc_table(got[0][1].attr)
     assert limit == 7 and back[:8] == cct and back[8] == (0, 0)
-    assert b.cca.limit == 7 and len(b.cca.delays) == 8
-    assert b.cca.delays[3] == (b.cca.max_packet_time >> 1) * 3
+    assert b.cc_settings.response.limit == 7 and len(b.cc_settings.response.delays) == 8
+    assert b.cc_settings.response.delays[3] == (b.cc_settings.response.max_packet_time >> 1) * 3
     eng.run(4000 * PS_PER_US)                                          # B->D congests D's port
-    assert b.cca.states and max(st.value for st in b.cca.states.values()) <= 7
-    assert min(st.value for st in b.cca.states.values()) >= 1          # CCTI_Min 1
+    assert b.cc_settings.response.states and max(st.value for st in b.cc_settings.response.states.values()) <= 7
+    assert min(st.value for st in b.cc_settings.response.states.values()) >= 1          # CCTI_Min 1
 
 
 class NoCredit(CreditTx):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.cc.cca.testbed import dcms_testbed
-from ibemu.config import PS_PER_US
-from ibemu.engine import VirtualEngine
+from ibemu.studies.cca.testbed import dcms_testbed
+from ibemu.units import PS_PER_US
+from ibemu.sim.engine import VirtualEngine
 from ibemu.errors import UserError
 from ibemu.mgmt import ManagementClient, cc_set, cc_text, perf_get, perf_text
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ibemu.config import PS_PER_MS
+from ibemu.units import PS_PER_MS
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario
 

@@ -3,7 +3,8 @@ at the requester on a NAK, a READ-response hole or the local ACK timeout, the re
 count and the QP error state.  Nodes are driven by hand as in test_hca_qp.py."""
 from __future__ import annotations
 
-from ibemu.config import PS_PER_US, FlowSpec, HCAParams
+from ibemu.units import PS_PER_US
+from ibemu.fabric.params import FlowSpec, HCAParams
 from ibemu.fabric.qp import ACK_SYNDROME, NAK_PSN_SEQ
 from ibemu.fabric.recorder import Recorder
 from ibemu.wire import codec
@@ -219,10 +220,11 @@ def test_recovery_across_the_psn_wrap():
     """PSNs wrap at 2^24: go-back-N, duplicate detection and READ re-execution keep
     working across it (the fault matrix with every QP starting 40 PSNs before the wrap)."""
     from ibemu.build import build_fabric
-    from ibemu.config import PS_PER_MS
-    from ibemu.engine import VirtualEngine
+    from ibemu.units import PS_PER_MS
+    from ibemu.sim.engine import VirtualEngine
     from ibemu.fabric.faults import engine_faults
-    from ibemu.fabric.integrity import assert_no_credit_leak, attach, settle, verify
+    from ibemu.testing import assert_no_credit_leak, settle
+    from ibemu.fabric.integrity import attach, verify
     from test_faults import MATRIX, fault_matrix_scenario
     scn = fault_matrix_scenario(MATRIX, count=25, seed=11)
     fab = build_fabric(scn)
@@ -235,7 +237,7 @@ def test_recovery_across_the_psn_wrap():
     eng = VirtualEngine(fab.nodes.values(), fab.wiring, faults=engine_faults(fab.injectors))
     eng.start(0)
     eng.run(15 * PS_PER_MS)
-    settle(eng, fab, fab.injectors)
+    settle(eng, fab)
     assert verify(check.export(), ud_flows={"ud_AD"}) == []
     snd = fab.qps["read_CA"][0]
     assert snd.psn < start and snd.una == snd.psn                  # wrapped, all acknowledged

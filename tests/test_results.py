@@ -4,8 +4,9 @@ import json
 import numpy as np
 import pytest
 
-from ibemu.config import (PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, FlowSpec, HCASpec,
-                          LinkSpec, OutputSpec, Scenario, SwitchSpec)
+from ibemu.units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US
+from ibemu.fabric.params import FlowSpec
+from ibemu.scenario.model import HCASpec, LinkSpec, OutputSpec, Scenario, SwitchSpec
 from ibemu.results import (Metrics, Progress, format_summary_table, jain_index, sliding_rate,
                            write_outputs)
 
@@ -334,7 +335,8 @@ def test_progress_shows_emulated_ms_on_a_tty():
 
 
 def test_traces_and_events_go_to_results_csv_and_plot(tmp_path):
-    from ibemu.config import PS_PER_MS, OutputSpec, Scenario
+    from ibemu.units import PS_PER_MS
+    from ibemu.scenario.model import OutputSpec, Scenario
     from ibemu.results import Metrics, write_outputs
     m = Metrics(10 * PS_PER_MS, PS_PER_MS // 10, {}, {}, {})
     m.trace("CCTI", "f1", 0, 0)

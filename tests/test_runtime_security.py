@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.config import PS_PER_MS, FlowSpec, HCASpec, LinkSpec, Scenario, SwitchSpec
+from ibemu.units import PS_PER_MS
+from ibemu.fabric.params import FlowSpec
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from ibemu.fabric.integrity import verify
 from ibemu.runtime import fuzzpeer
 from ibemu.runtime.addrmap import assign, port_keys, read_map

@@ -15,7 +15,7 @@ from ibemu.runtime.partition import partition
 from ibemu.runtime.sockets import free_port_block, rcvbuf_bytes
 from ibemu.runtime.worker import new_metrics
 from ibemu.scenario import load_scenario
-from ibemu.topologies import santos_fig1
+from ibemu.scenario.builders import santos_fig1
 
 
 def quickstart(duration="1ms"):

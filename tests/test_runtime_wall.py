@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ibemu.capture.erf import read_erf_pcap
-from ibemu.fidelity import compare
+from ibemu.runtime.fidelity import compare
 from ibemu.run import run_virtual
 from ibemu.scenario import load_scenario
 

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.config import PS_PER_MS, FlowSpec, HCAParams, HCASpec, LinkSpec, Scenario, SwitchParams, SwitchSpec
-from ibemu.engine import VirtualEngine
-from ibemu.fabric.integrity import assert_no_credit_leak, attach, settle, verify
+from ibemu.units import PS_PER_MS
+from ibemu.fabric.params import FlowSpec, HCAParams, SwitchParams
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
+from ibemu.sim.engine import VirtualEngine
+from ibemu.testing import assert_no_credit_leak, settle
+from ibemu.fabric.integrity import attach, verify
 from ibemu.fabric.pkey import PKeyTable, pkey_match
 from ibemu.scenario import ScenarioError, load_scenario
 

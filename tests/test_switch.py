@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ibemu.config import PS_PER_NS, PS_PER_US, SwitchParams, VLArbTable
+from ibemu.units import PS_PER_NS, PS_PER_US
+from ibemu.fabric.params import SwitchParams, VLArbTable
 from ibemu.fabric.credits import blocks_of
 from ibemu.fabric.node import Port
 from ibemu.fabric.switch import Switch

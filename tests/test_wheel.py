@@ -43,7 +43,7 @@ def _offline_build_possible() -> bool:
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTHON") and k not in ("IBEMU_CHECK_CREDITS", "VIRTUAL_ENV")}
+           if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
     env["MPLBACKEND"] = "Agg"
     return env
 

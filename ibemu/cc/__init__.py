@@ -1,54 +1,55 @@
-"""Congestion control: how a scheme plugs into the sans-I/O fabric.
+"""Congestion control: the schemes, and how they plug into the sans-I/O fabric.
 
-A scenario's ``[cc]`` table picks a scheme (``scheme = "none" | "hp" | "cca"``) and
-holds its settings in a sub-table of the same name (``[cc.hp]``, ``[cc.cca]``), parsed by
-:func:`ibemu.cc.config.parse_cc` into :class:`CCSpec`.  :func:`install` is called by
-:func:`ibemu.build.build_fabric` once the nodes and queue pairs exist, so both clocks
-(the virtual-time engine and the trio runtime) run the same scheme.
+A scenario's ``[cc]`` table picks a scheme (``scheme = "none" | "hp" | "cca"``) and holds
+each scheme's settings in a table of its name (``[cc.hp]``, ``[cc.cca]``; the DCMS
+manager's ``[cc.dcms]`` is an add-on to ``"cca"``).  Every scheme is a
+:class:`~ibemu.cc.registry.Scheme` registered below: its schema validates its table,
+its install attaches its parts to a built fabric through the hooks of
+:mod:`ibemu.fabric.hooks` (a :class:`~ibemu.fabric.hooks.Marker` at switches, a
+:class:`~ibemu.fabric.hooks.Notifier` at destinations, a
+:class:`~ibemu.fabric.hooks.SourceResponse` at sources), and it may run a manager node
+on one of the scenario's HCAs.  :func:`install` is called by
+:func:`ibemu.build.build_fabric` once the nodes and queue pairs exist, so both clocks run
+the same scheme.
 
-The hook points a scheme uses (all sans-I/O; ``now`` in ps):
+The shipped schemes:
 
-- switch marking: ``Switch.marker`` with ``on_arrival(sw, entry, now)``,
-  ``on_transmit(sw, entry, now)`` (set FECN here with
-  :func:`ibemu.wire.codec.set_fecn`) and ``on_departure(sw, entry, now)``;
-- notification: built into the transport (:mod:`ibemu.fabric.qp`): BECN in ACKs, CNPs for
-  marked UD packets, READ responses and ACKs;
-- source response: ``SenderBase.cc`` with ``on_sent(qp, now, frame)``,
-  ``on_ack(qp, now, psn, n, becn)``, ``on_cnp(qp, now)`` and ``gap(qp, nbytes, t)``;
-  a response that lets a QP send sooner calls ``qp.hca.kick(now)``; timers via
-  ``qp.hca.at(t, fn, *args)`` (``fn(now, *args)``);
-- results: ``recorder.trace(kind, key, t, value)`` and ``recorder.event(t, source, text)``.
+- ``none`` -- no congestion control (the transport still echoes marks, but nothing marks);
+- ``hp`` -- seeds 000 and 003 (:mod:`ibemu.cc.hp`);
+- ``cca`` -- the IBA congestion control annex, seeds 002 and 004 (:mod:`ibemu.cc.cca`);
+- ``dcms`` -- seed 002's manager retuning the CCA's Marking_Rate (:mod:`ibemu.cc.dcms`).
 """
 from __future__ import annotations
 
-from .config import CCSpec, parse_cc
+from ..fabric.hca import HCA
+from ..fabric.network import Fabric
+from .cca import CCA
+from .dcms import DCMS_SCHEME
+from .hp import HP
+from .none import NONE
+from .registry import CCSpec, InstallContext, Scheme, active, parse_cc, register, scheme, schemes
 
-__all__ = ["CCSpec", "parse_cc", "install", "hca_class"]
+__all__ = ["CCSpec", "InstallContext", "Scheme", "install", "node_class", "parse_cc", "register",
+           "scheme", "schemes"]
+
+for _s in (NONE, HP, CCA, DCMS_SCHEME):
+    register(_s)
 
 
-def hca_class(scn, name: str):
-    """The class of HCA *name*: a manager node (DCMS) or a plain HCA."""
-    spec = getattr(scn, "cc", None)
-    if spec is not None and spec.dcms is not None and spec.dcms.manager == name:
-        from .dcms.manager import DCMSManager
-        return DCMSManager
-    from ..fabric.hca import HCA
+def node_class(cc: CCSpec | None, name: str) -> type[HCA]:
+    """The class of HCA *name*: a scheme's manager node, or a plain HCA."""
+    for s, settings in active(cc):
+        if s.node_class is not None:
+            cls = s.node_class(settings, name)
+            if cls is not None:
+                return cls
     return HCA
 
 
-def install(fabric, scn) -> None:
-    """Attach the scenario's congestion-control scheme to *fabric* (no-op for none)."""
-    spec = getattr(scn, "cc", None)
-    if spec is None or spec.scheme == "none":
+def install(fabric: Fabric, cc: CCSpec | None, seed: int, bin_ps: int) -> None:
+    """Attach the scenario's congestion-control scheme (and its add-ons) to *fabric*."""
+    if cc is None:
         return
-    if spec.scheme == "hp":
-        from .hp import install as install_hp
-        install_hp(fabric, scn, spec.hp)
-    elif spec.scheme == "cca":
-        from .cca import install as install_cca
-        install_cca(fabric, scn, spec.cca)
-        if spec.dcms is not None:
-            from .dcms import install as install_dcms
-            install_dcms(fabric, scn, spec.dcms)
-    else:                                   # parse_cc only lets known schemes through
-        raise ValueError("unknown congestion-control scheme %r" % spec.scheme)
+    ctx = InstallContext(cc, seed, bin_ps)
+    for s, settings in active(cc):
+        s.install(fabric, settings, ctx)

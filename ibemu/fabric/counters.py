@@ -18,7 +18,7 @@ however rarely the node is called.  PortXmitTimeCong is in the same ticks.
 """
 from __future__ import annotations
 
-from ..config import PS_PER_S
+from ..units import PS_PER_S
 from ..wire.codec import get_becn_local, get_fecn_local
 from ..wire.layout import CN_LOCAL
 

@@ -6,7 +6,7 @@ Sans-I/O, like the nodes: the *sending* side of a link consults a
 ``transmit(now, frame, link) -> [(extra_delay_ps, frame, seq), ...]`` -- and delivers
 what it returns (nothing: lost; two entries: duplicated); the *receiving* side passes
 each delivery's link sequence number to :class:`DuplicateFilter.accept` and drops the
-frame when it says False.  The virtual-time engine does both (:mod:`ibemu.engine`); the
+frame when it says False.  The virtual-time engine does both (:mod:`ibemu.sim.engine`); the
 trio runtime applies the injector at the sending socket and the filter, with the shim's
 per-link sequence number, at the receiving one (a duplicate carries the same sequence
 number as its original).
@@ -197,7 +197,7 @@ def make_injectors(fabric: BuiltFabric, spec: FaultSpec | None, seed: int) -> di
 
 
 def engine_faults(injectors: Mapping[str, LinkFaultInjector]) -> dict[tuple[Node | None, int], LinkFaultInjector]:
-    """``{(node, port): injector}`` as :class:`ibemu.engine.VirtualEngine` takes it."""
+    """``{(node, port): injector}`` as :class:`ibemu.sim.engine.VirtualEngine` takes it."""
     return {(inj.node, inj.port): inj for inj in injectors.values()}
 
 

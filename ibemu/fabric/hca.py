@@ -10,8 +10,9 @@ generator and the link credits of its VL.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
-from ..config import HCAParams
+from .params import HCAParams
 from .credits import blocks_of
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
@@ -19,6 +20,9 @@ from ..wire.codec import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, 
 from ..wire.layout import PACKET_OVERHEAD
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
 from .traffic import INF
+
+if TYPE_CHECKING:
+    from .hooks import Notifier, PacketHandler
 
 
 class GSIAgent:
@@ -50,9 +54,22 @@ class HCA(Node):
         self._zero = bytes(params.mtu)
         self._next_qpn = 0x100
         self.pkey_table = PKeyTable(getattr(params, "pkeys", None))
-        self.cc_settings = None             # CC attributes (ibemu.cc.cca.mad_settings)
-        self.cc_key = 0
+        self.notifiers: dict[int, Notifier] = {}   # qpn -> congestion notifier (ibemu.fabric.hooks)
         self.qps[1] = GSIAgent(self)        # QP1: PerfMgt / CC MADs answered in band
+
+    # ---------------------------------------------------------------- for schemes
+    def attach_qp(self, qpn: int, handler: PacketHandler) -> None:
+        """Receive the packets for QP *qpn* with *handler* (a management QP)."""
+        self.qps[qpn] = handler
+
+    def attach_notifier(self, qpn: int, notifier: Notifier) -> None:
+        """Congestion notification at the destination QP *qpn* (a scheme's :class:`Notifier`)."""
+        self.notifiers[qpn] = notifier
+
+    def send_control(self, frame: bytearray, vl: int) -> None:
+        """Queue a control packet (an ACK, a CNP, a management datagram) to go out ahead
+        of data on *vl*; it leaves at the next transmission opportunity (:meth:`kick`)."""
+        self.ctrl.append((frame, vl))
 
     def add_port(self, port: Port) -> None:
         self.port = port
@@ -98,11 +115,16 @@ class HCA(Node):
         if not self._acceptable(port, frame, vl):
             self._try_send(now)
             return
-        qp = self.qps.get(get_destqp(frame))
+        qpn = get_destqp(frame)
+        qp = self.qps.get(qpn)
         if qp is None:
             self.count("dropped_unknown_qp")
             return
         reply = qp.on_packet(now, frame)
+        if self.notifiers:
+            notifier = self.notifiers.get(qpn)
+            if notifier is not None:
+                reply = notifier.on_packet(self, now, frame, reply)
         if reply is not None:
             self.ctrl.append((reply, vl))
         self._try_send(now)

@@ -58,7 +58,7 @@ class MADAgent:
         if req.mgmt_class == M.CLASS_PERF:
             attr, status = self._perf(req, now)
         else:
-            if req.method == M.SET and req.cc_key != getattr(node, "cc_key", 0):
+            if req.method == M.SET and req.cc_key != node.cc_key:
                 node.count("CC_Key_violations")
                 return None
             attr, status = self._cc(req, now)
@@ -102,7 +102,7 @@ class MADAgent:
 
     # ---------------------------------------------------------------- Congestion Control
     def _cc(self, req, now):
-        settings = getattr(self.node, "cc_settings", None)
+        settings = self.node.cc_settings
         if settings is None:
             return b"", M.STATUS_BAD_ATTRIBUTE
         if req.method == M.GET:

@@ -10,14 +10,18 @@ imports trio, socket or time; ``now`` is emulated time in integer picoseconds.
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from typing import TYPE_CHECKING
 
-from ..config import PS_PER_S
+from ..units import PS_PER_S
 from ..wire.codec import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN
 from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
 from .counters import PortCounters
 from .credits import CreditRx, CreditTx
 from .recorder import Recorder
+
+if TYPE_CHECKING:
+    from .hooks import CCAttributes
 
 VL15 = 15
 _PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "rcv_switch_relay_errors",
@@ -70,6 +74,14 @@ class Node:
         self.outbox: list = []
         self.counters: dict[str, int] = {}
         self._fc_tick_period = None
+        self.lid = 0                        # HCAs: their LID; switches: port 0's (build.switch_lids)
+        self.cc_settings: CCAttributes | None = None    # CC attributes for CC MADs (IBA annex A10)
+        self.cc_key = 0                     # CC_Key a CC Set MAD must carry (0: none)
+
+    def attach_cc_agent(self, settings: CCAttributes, cc_key: int) -> None:
+        """The congestion-control attributes the management agent serves (a scheme's)."""
+        self.cc_settings = settings
+        self.cc_key = cc_key
 
     # ---------------------------------------------------------------- timers
     def at(self, t: int, fn, *args) -> None:

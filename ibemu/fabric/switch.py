@@ -18,7 +18,9 @@ Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
 """
 from __future__ import annotations
 
-from ..config import SwitchParams
+from typing import TYPE_CHECKING
+
+from .params import SwitchParams
 from ..wire.codec import (get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl,
                           get_vl, icrc_ok, set_vl)
 from ..wire.layout import GRH_PACKET_MIN
@@ -29,6 +31,9 @@ from .credits import blocks_of
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from .vlarb import VLArbiter
+
+if TYPE_CHECKING:
+    from .hooks import Marker
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
 
@@ -69,12 +74,14 @@ class Switch(Node):
         self.in_busy: dict[int, int] = {-1: 0}      # input port (-1: port 0) -> time its crossbar input frees
         self.arb: dict[int, VLArbiter] = {}
         self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
-        self.marker = None
+        self.marker: Marker | None = None           # congestion marking (ibemu.fabric.hooks)
         self.agent = None                           # MADAgent of port 0, made on first use
-        self.cc_settings = None                     # CC attributes (ibemu.cc.cca.mad_settings)
-        self.cc_key = 0
         self.enforce_pkeys = getattr(params, "enforce_pkeys", False)
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
+
+    def attach_marker(self, marker: Marker) -> None:
+        """Congestion marking at this switch's output ports (a scheme's :class:`Marker`)."""
+        self.marker = marker
 
     def add_port(self, port: Port) -> None:
         self.ports[port.index] = port

@@ -22,6 +22,9 @@ INF = 1 << 62
 class Generator:
     """Base: a flow is active in [start, stop)."""
 
+    on_until: int | None = None
+    """The end of the current ON period (ON/OFF sources only; seed 003 §6.3.2)."""
+
     def __init__(self, start: int, stop: int | None) -> None:
         self.start = start
         self.stop = INF if stop is None else stop

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-from ..config import PS_PER_MS
+from ..units import PS_PER_MS
 from ..fabric.recorder import Recorder
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
@@ -30,7 +30,7 @@ FlowRxSeries: TypeAlias = "tuple[Bins, Bins, Bins]"   # bytes, packets, messages
 
 
 class FlowLike(Protocol):
-    """What Metrics reads of a flow's spec (:class:`ibemu.config.FlowSpec` has it)."""
+    """What Metrics reads of a flow's spec (:class:`ibemu.fabric.params.FlowSpec` has it)."""
     group: str | None
     start: int
     stop: int | None
@@ -40,7 +40,7 @@ class Metrics(Recorder):
     """Binned counts of everything the fabric reports.
 
     *link_capacity*: directed link label -> bytes/s.  *flows*: flow name -> spec with
-    ``group``, ``start``, ``stop`` (e.g. :class:`ibemu.config.FlowSpec`).
+    ``group``, ``start``, ``stop`` (e.g. :class:`ibemu.fabric.params.FlowSpec`).
     *flow_capacity*: flow name -> bytes/s of its source link (for normalized rates).
     *packet_overhead*: bytes added per received data packet when a flow's rate is
     expressed as a fraction of the link (flow_rx reports payload; seed 003 counts whole

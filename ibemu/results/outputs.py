@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..atomic import atomic_open, atomic_write_text
-from ..config import PS_PER_MS, Scenario
+from ..units import PS_PER_MS
+from ..scenario.model import Scenario
 from .metrics import Metrics
 
 PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",

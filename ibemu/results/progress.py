@@ -7,7 +7,7 @@ import sys
 from types import TracebackType
 from typing import IO, Any
 
-from ..config import PS_PER_MS
+from ..units import PS_PER_MS
 
 
 class Progress:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..config import PS_PER_S
+from ..units import PS_PER_S
 
 
 def sliding_rate(counts_per_bin: Sequence[float] | np.ndarray, bin_ps: int, window_ps: int,

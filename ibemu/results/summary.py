@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..config import PS_PER_MS, PS_PER_S
+from ..units import PS_PER_MS, PS_PER_S
 from .rates import between, jain_index
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from ..fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams
 from ..units import PS_PER_MS, PS_PER_US
 
 if TYPE_CHECKING:       # ibemu.cc's scheme packages import ibemu.build, which imports this module
-    from ..cc.config import CCSpec
+    from ..cc.registry import CCSpec
 
 __all__ = ["SwitchSpec", "HCASpec", "LinkSpec", "OutputSpec", "Scenario", "link_labels"]
 

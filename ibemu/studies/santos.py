@@ -1,9 +1,9 @@
 """Seed 003 §3–4 (Santos et al.), Figures 2 and 3: congestion spreading without
 congestion control on the Figure 1 scenario (the ``santos_fig1`` template of
-:mod:`ibemu.topologies`), each one run measured over 45–55 ms of 100 ms."""
+:mod:`ibemu.scenario.templates`), each one run measured over 45–55 ms of 100 ms."""
 from __future__ import annotations
 
-from ..topologies import santos_fig1
+from ..scenario.builders import santos_fig1
 from .reproduction import Check, Reproduction
 
 __all__ = ["REPRODUCTIONS"]

@@ -18,6 +18,7 @@ link, Tp / (Tp + delay)) per flow (per QP) or per ``hca:SL<n>`` (per SL), on cha
 """
 from __future__ import annotations
 
+from ...fabric.qp import FlowSource
 from ...wire.layout import PACKET_OVERHEAD
 from .settings import TIMER_UNIT_PS, CASetting, cct_delay
 
@@ -55,7 +56,7 @@ class CCAResponse:
             if self.per_sl:
                 key = "%s:SL%d" % (self.hca.name, qp.sl)
             else:
-                key = qp.name if getattr(qp, "gen", None) is not None else qp.name + ":responses"
+                key = qp.name if isinstance(qp, FlowSource) else qp.name + ":responses"
             lo = self.ca.sl[qp.sl].CCTI_Min        # a CCTI starts at its floor
             st = self.states[k] = CCTIState(qp.sl, key, self.delays[lo])
             st.value = lo
@@ -67,7 +68,8 @@ class CCAResponse:
     def injection_delay(self, qp) -> int:
         return self.state(qp).delay
 
-    def _set(self, st: CCTIState, value: int, now: int) -> None:
+    def set_ccti(self, st: CCTIState, value: int, now: int) -> None:
+        """Set a CCTI (and its injection delay); traced.  Also what a CC Set MAD does."""
         st.value = value
         st.delay = self.delays[value]
         rec = self.recorder
@@ -94,7 +96,7 @@ class CCAResponse:
         old = st.value
         new = min(old + entry.CCTI_Increase, self.limit)
         if new != old:
-            self._set(st, new, now)
+            self.set_ccti(st, new, now)
             tt = entry.Trigger_Threshold
             if tt and old < tt <= new and self.recorder is not None:
                 self.recorder.event(now, self.hca.name, "CCTI of %s reached Trigger_Threshold %d"
@@ -109,7 +111,7 @@ class CCAResponse:
         above = False
         for st in self.states.values():
             if st.sl == sl and st.value > entry.CCTI_Min:
-                self._set(st, st.value - 1, now)
+                self.set_ccti(st, st.value - 1, now)
                 above = above or st.value > entry.CCTI_Min
         if above and entry.CCTI_Timer:
             self.hca.at(now + entry.CCTI_Timer * TIMER_UNIT_PS, self._expire, sl)

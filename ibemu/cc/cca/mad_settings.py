@@ -128,9 +128,6 @@ class CACCSettings:
     def __init__(self, hca: HCA, ca: CASetting, response: CCAResponse | None = None) -> None:
         self.hca = hca
         self.ca = copy.deepcopy(ca)
-        if response is None:
-            # shim: the HCA declares no ``cca``; remove once ibemu.cc.cca.install passes response=
-            response = getattr(hca, "cca", None)
         self.response = response
         if response is not None:
             response.ca = self.ca
@@ -189,6 +186,6 @@ class CACCSettings:
         for st in r.states.values():
             v = min(max(st.value, ca.sl[st.sl].CCTI_Min), r.limit)
             if v != st.value:
-                r._set(st, v, now)
+                r.set_ccti(st, v, now)
             else:
                 st.delay = r.delays[v]

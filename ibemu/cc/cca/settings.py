@@ -102,6 +102,8 @@ class CCASpec:
     ca: CASetting = field(default_factory=CASetting)
     hcas: dict[str, CASetting] = field(default_factory=dict)           # per-HCA settings
     trace_marks: bool = True        # per-port cumulative FECN marks as a trace
+    cc_key: int = 0                 # CC_Key a CC Set MAD must carry (0: none; OpenSM's
+                                    # cc_key option is kept for the record only)
 
     def switch_setting(self, name: str) -> SwitchSetting:
         return self.switches.get(name, self.switch)

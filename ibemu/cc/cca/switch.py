@@ -135,9 +135,7 @@ class CCAMarker:
         pc = self.ports[o]
         if pc.in_congestion != flag:
             pc.in_congestion = flag
-            counters = getattr(sw.ports[o], "pc", None)
-            if counters is not None:
-                counters.congested(now, flag)
+            sw.ports[o].pc.congested(now, flag)
 
     def on_transmit(self, sw, e, now: int) -> None:
         if not e.data or e.vl == VL15:

@@ -75,6 +75,10 @@ class DCMS:
             if not is_host:
                 self._into.setdefault(node, []).append((r, q))
 
+    def last_counters(self) -> Mapping[SwitchPort, Counters]:
+        """The normalised counters of the last sweep (the baseline of the next)."""
+        return self._last
+
     def marking_rate(self, port: SwitchPort) -> int:
         st = self.state.get(port)
         return self.params.low if st is not None and st.state == LOW_MR else self.params.default

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ...fabric.hca import HCA
 from ...fabric.node import VL15
-from ...config import PS_PER_S
+from ...units import PS_PER_S
 from ...wire import mad as M
 from .algorithm import DCMS
 
@@ -52,7 +52,7 @@ class DCMSManager(HCA):
         self.dcms: DCMS | None = None
         self.targets: dict = {}
         self.cc_key = 0
-        self.qps[M.GSI_QP] = _GSI(self)
+        self.attach_qp(M.GSI_QP, _GSI(self))
         self._tid = 0
         self._pending: dict[int, tuple] = {}        # tid -> (port key, kind)
         self._answers: dict[tuple, dict] = {}
@@ -73,8 +73,8 @@ class DCMSManager(HCA):
 
     # ---------------------------------------------------------------- sweeping
     def _send(self, now, dlid, mad) -> None:
-        self.ctrl.append((M.build_mad_packet(dlid, self.lid, mad), VL15))
-        self._try_send(now)
+        self.send_control(M.build_mad_packet(dlid, self.lid, mad), VL15)
+        self.kick(now)
 
     def _sweep(self, now: int) -> None:
         if self._pending:
@@ -126,7 +126,7 @@ class DCMSManager(HCA):
             norm[key] = (got["W"] * tick / tau, got["C"] * tick / tau, 4 * got["D"] / (rate * tau / PS_PER_S))
         self.sweeps_done += 1
         if self.sweeps_done > 1:                    # the first sweep only sets the baseline
-            rec, last = self.recorder, self.dcms._last
+            rec, last = self.recorder, self.dcms.last_counters()
             for key, (w, c, d) in norm.items():
                 prev = last.get(key)
                 if prev is not None:

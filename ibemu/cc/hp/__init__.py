@@ -13,53 +13,73 @@ The studies (seed 003 Figures 4–8, the comparison on Figure 2's scenario) are 
 """
 from __future__ import annotations
 
-from ...build import MAX_HEADERS
 from ...fabric.credits import blocks_of
 from ...fabric.hca import HCA
-from ...fabric.qp import RCRequester, RCResponder
+from ...fabric.network import Fabric
+from ...fabric.qp import RCRequester, RCResponder, SenderBase
 from ...fabric.switch import Switch
+from ...wire import opcodes as OP
+from ...wire.codec import get_becn_local, get_opcode, set_becn
+from ...wire.layout import MAX_HEADERS, Buf
+from ..registry import InstallContext, Scheme
+from .config import HPSpec, parse_hp
 from .functions import make_function
+from .manager import SubnetManager
 from .marking import HPMarker
-from .response import HPResponse, Policy
+from .response import FlowState, HPResponse, Policy
 
-__all__ = ["install"]
+__all__ = ["HP", "Deaf", "install"]
 
 
-def install(fabric, scn, spec) -> None:
+class Deaf:
+    """The notifier of a non-compliant (IBA 1.0) destination (seed 000 §6.2): it echoes
+    nothing -- ACKs go out without BECN, CN packets not at all."""
+
+    def on_packet(self, hca: HCA, now: int, frame: Buf, reply: bytearray | None) -> bytearray | None:
+        if reply is None or get_opcode(reply) == OP.CNP:
+            return None
+        if get_becn_local(reply):
+            set_becn(reply, 0)
+        return reply
+
+
+def install(fabric: Fabric, spec: HPSpec | None, ctx: InstallContext) -> None:
     """Put markers on the compliant switches and a source response on every flow whose
     source is compliant; start the subnet manager when there are non-compliant CAs."""
-    from .config import HPSpec
     spec = spec or HPSpec()
     nodes = fabric.nodes
-    mtu = max((n.mtu for n in nodes.values() if isinstance(n, HCA)), default=2048)
+    mtu = max((h.mtu for h in fabric.hcas().values()), default=2048)
     max_blocks = blocks_of(mtu + MAX_HEADERS)
     noncompliant = set(spec.noncompliant_switches)
     manager = None
     if spec.noncompliant_cas and spec.manager:
-        from .manager import SubnetManager
         manager = SubnetManager(fabric, spec)
     if spec.marking != "none":
         for name, sw in nodes.items():
             if not isinstance(sw, Switch) or name in noncompliant:
                 continue
-            nc_ports = [p for p in sw.ports
-                        if (sw, p) in fabric.wiring and fabric.wiring[(sw, p)][0].name in noncompliant]
-            sw.marker = HPMarker(spec, max_blocks, nc_ports,
-                                 manager.switch_notifier() if manager else None)
+            nc_ports = []
+            for p in sw.ports:
+                peer = fabric.peer_of(sw, p)
+                if peer is not None and peer.name in noncompliant:
+                    nc_ports.append(p)
+            sw.attach_marker(HPMarker(spec, max_blocks, nc_ports,
+                                      manager.switch_notifier() if manager else None))
     policy = Policy(spec, make_function(spec.response, spec.levels, spec.m))
-    shared: dict = {}
+    shared: dict[tuple[str, int, int, bool], FlowState] = {}
     nc_cas = set(spec.noncompliant_cas)
 
-    def attach(qp, reliable):
+    def attach(qp: SenderBase, reliable: bool) -> None:
         key = (qp.hca.name, qp.dlid, qp.sl, reliable)
         resp = HPResponse(qp, policy, shared.get(key) if spec.persistent else None, reliable)
         if spec.persistent:
             shared.setdefault(key, resp.state)
-        qp.cc = resp
+        qp.attach_response(resp)
 
-    for flow, (snd, rcv) in fabric.qps.items():
+    deaf = Deaf()
+    for snd, rcv in fabric.qps.values():
         if rcv.hca.name in nc_cas:
-            _deaf(rcv)                      # a non-compliant destination echoes nothing
+            rcv.hca.attach_notifier(rcv.qpn, deaf)     # a non-compliant destination echoes nothing
         if snd.hca.name not in nc_cas:
             attach(snd, isinstance(snd, RCRequester))
         if isinstance(rcv, RCResponder) and snd.flow.op == "read" and rcv.hca.name not in nc_cas:
@@ -68,17 +88,5 @@ def install(fabric, scn, spec) -> None:
         manager.start()
 
 
-def _deaf(rcv) -> None:
-    """A non-compliant (IBA 1.0) destination: ACKs without BECN, no CN packets."""
-    from ...wire import opcodes as OP
-    from ...wire.codec import set_becn
-    inner = rcv.on_packet
-
-    def on_packet(now, frame):
-        reply = inner(now, frame)
-        if reply is None or reply[8] == OP.CNP:
-            return None
-        if reply[12] & 0x40:
-            set_becn(reply, 0)
-        return reply
-    rcv.on_packet = on_packet
+HP = Scheme("hp", "the HP scheme: marking, ECN echo, hybrid rate/window response (seeds 000, 003)",
+            install, parse=parse_hp)

@@ -64,9 +64,24 @@ class Agent:
             dlid, ipd = int.from_bytes(msg[2:4], "big"), msg[4]
             for qp in self.hca.senders:
                 if qp.dlid == dlid:
-                    qp.ipd = ipd
+                    qp.set_ipd(ipd)
             self.hca.count("hp_ipd_set")
         return None
+
+
+class ReportToManager:
+    """The notifier of a compliant destination of a non-compliant source (seed 000
+    §6.2): a marked data packet from such a source is reported to the subnet manager
+    with a CN; the transport's own echo goes out as usual."""
+
+    def __init__(self, manager: SubnetManager) -> None:
+        self.manager = manager
+
+    def on_packet(self, hca: HCA, now: int, frame: Buf, reply: bytearray | None) -> bytearray | None:
+        if get_fecn_local(frame) and OP.is_data(get_opcode(frame)) and get_slid(frame) in self.manager.nc_lids:
+            hca.count("hp_cn_to_manager")
+            hca.send_control(_mad(self.manager.lid, hca.lid, _cn(frame)), VL15)
+        return reply
 
 
 class SubnetManager:
@@ -84,27 +99,15 @@ class SubnetManager:
         self.last_raise: dict = {}
         self.period = spec.manager_period
         self.holdoff = max(1, spec.manager_period // 20)
+        self.agent = Agent(self.hca, self)
         for x in hcas.values():
-            x.qps[HP_QPN] = Agent(x, self if x is self.hca else None)
+            x.attach_qp(HP_QPN, self.agent if x is self.hca else Agent(x))
         self.fabric = fabric
         # destination CAs: a marked data packet from a non-compliant source -> CN
+        reporter = ReportToManager(self)
         for flow, (snd, rcv) in fabric.qps.items():
             if snd.hca.lid in self.nc_lids and rcv.hca.name not in spec.noncompliant_cas:
-                self._watch(rcv)
-
-    def _watch(self, rcv) -> None:
-        inner = rcv.on_packet
-        hca = rcv.hca
-        mgr = self
-
-        def on_packet(now, frame):
-            if get_fecn_local(frame) and OP.is_data(get_opcode(frame)):
-                slid = get_slid(frame)
-                if slid in mgr.nc_lids:
-                    hca.count("hp_cn_to_manager")
-                    hca.ctrl.append((_mad(mgr.lid, hca.lid, _cn(frame)), VL15))
-            return inner(now, frame)
-        rcv.on_packet = on_packet
+                rcv.hca.attach_notifier(rcv.qpn, reporter)
 
     def switch_notifier(self):
         """The marker's ``notify``: a switch marked *frame*; CN if its DLID is
@@ -145,7 +148,7 @@ class SubnetManager:
         self.hca.recorder.event(now, self.hca.name, "static IPD of LID %d -> %d set to %d" % (slid, dlid, ipd))
         frame = _mad(slid, self.lid, b"IP" + dlid.to_bytes(2, "big") + bytes([ipd]) + b"\0\0\0")
         if slid == self.lid:
-            self.hca.qps[HP_QPN].on_packet(now, frame)
+            self.agent.on_packet(now, frame)
         else:
-            self.hca.ctrl.append((frame, VL15))
+            self.hca.send_control(frame, VL15)
             self.hca.kick(now)

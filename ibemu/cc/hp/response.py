@@ -88,7 +88,7 @@ class HPResponse:
         self.cycle = None           # the ON period of the flow's generator
         self.last_len = 0
         if reliable:
-            qp.cwnd = self.state.cwnd
+            qp.set_window(self.state.cwnd)
         self._trace_state(0)
 
     # ------------------------------------------------------------------ state
@@ -137,16 +137,15 @@ class HPResponse:
 
     def on_sent(self, qp, now: int, frame) -> None:
         st = self.state
-        gen = getattr(qp, "gen", None)
-        cycle = getattr(gen, "on_until", None)
+        cycle = qp.on_period()
         if cycle != self.cycle:
             first = self.cycle is None
             self.cycle = cycle
             if not first and not self.p.spec.persistent:   # a new flow (seed 003 §6.3.2)
                 self.state = st = self.fresh(qp)
                 if self.reliable:
-                    qp.cwnd = st.cwnd
-                qp.next_allowed = now + qp.gap_after(len(frame))
+                    qp.set_window(st.cwnd)
+                qp.reschedule(now + qp.gap_after(len(frame)))
                 self._trace_state(now)
         # RWL: what released this packet last (seed 000 §5.1)
         slack = qp.hca.port.tx_time(len(frame))
@@ -167,7 +166,7 @@ class HPResponse:
             if st.rpi <= 0:
                 st.rpi = 0
                 if self._increase(qp, now, RATE):
-                    qp.next_allowed = now + qp.gap_after(len(frame))
+                    qp.reschedule(now + qp.gap_after(len(frame)))
         self.rate_release = qp.next_allowed
 
     def on_ack(self, qp, now: int, psn: int, n: int, becn: int) -> None:
@@ -190,7 +189,7 @@ class HPResponse:
             self.win_full = False
             self.win_release = now
         if changed and self.last_sent >= 0:      # a higher rate may let the next go sooner
-            qp.next_allowed = min(qp.next_allowed, self.last_sent + qp.gap_after(self.last_len))
+            qp.reschedule(min(qp.next_allowed, self.last_sent + qp.gap_after(self.last_len)))
             self.rate_release = qp.next_allowed
 
     def on_cnp(self, qp, now: int) -> None:
@@ -206,7 +205,7 @@ class HPResponse:
             if st.cwnd >= p.window.cwnd_max:
                 return False
             st.cwnd = p.window.inc(st.cwnd)
-            qp.cwnd = st.cwnd
+            qp.set_window(st.cwnd)
             st.rpi = p.window.rpi(st.cwnd)
         else:
             if p.continuous:
@@ -234,16 +233,16 @@ class HPResponse:
             st.cipd = p.table.dec[st.cipd]
         if self.reliable:
             st.cwnd = p.window.dec(st.cwnd)
-            qp.cwnd = st.cwnd
+            qp.set_window(st.cwnd)
         self._adjusted(qp)
         qp.hca.count("hp_decreases")
         # the next packet waits for the new, longer gap
         if self.last_sent >= 0:
-            qp.next_allowed = max(qp.next_allowed, self.last_sent + qp.gap_after(self.last_len))
+            qp.reschedule(max(qp.next_allowed, self.last_sent + qp.gap_after(self.last_len)))
             self.rate_release = qp.next_allowed
         self._trace_state(now)
 
     def _adjusted(self, qp) -> None:
         st = self.state
-        st.apsn = (getattr(qp, "psn", 0) - 1) % PSN_MOD
+        st.apsn = (qp.next_psn() - 1) % PSN_MOD
         st.apsn_owner = qp

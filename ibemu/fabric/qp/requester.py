@@ -28,7 +28,7 @@ from .psn import NAK_PSN_SEQ, PSN_HALF, PSN_MOD, RC_RESPONSES
 from .sender import FlowSource
 
 if TYPE_CHECKING:
-    from ...config import FlowSpec
+    from ..params import FlowSpec
     from ..hca import HCA
     from ..traffic import Generator
 

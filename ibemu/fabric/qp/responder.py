@@ -28,7 +28,7 @@ from .psn import ACK_SYNDROME, LAST_OPCODES, NAK_PSN_SEQ, PSN_HALF, PSN_MOD, RC_
 from .sender import SenderBase
 
 if TYPE_CHECKING:
-    from ...config import FlowSpec
+    from ..params import FlowSpec
     from ..hca import HCA
 
 

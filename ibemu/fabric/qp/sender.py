@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...config import PS_PER_S
+from ...units import PS_PER_S
 from ...wire.codec import build, get_slid
 from ...wire.layout import Buf
 from .cnp import answer_cnp
 
 if TYPE_CHECKING:
-    from ...config import FlowSpec
+    from ..hooks import SourceResponse
+    from ..params import FlowSpec
     from ..hca import HCA
     from ..integrity import PayloadCheck
     from ..traffic import Generator
@@ -49,9 +50,30 @@ class SenderBase:
         self.rate = flow.rate               # bytes/s or None
         self.next_allowed = 0
         self.sent_packets = 0
-        self.cc: Any = None                 # congestion-control response (ibemu.cc)
+        self.cc: SourceResponse | None = None   # congestion-control response (ibemu.fabric.hooks)
         self.cnps_received = 0
         self.integrity: PayloadCheck | None = None
+
+    # -- operations for a congestion-control scheme (ibemu.fabric.hooks)
+    def attach_response(self, response: SourceResponse) -> None:
+        """The source response that paces this QP (a scheme's :class:`SourceResponse`)."""
+        self.cc = response
+
+    def reschedule(self, t: int) -> None:
+        """The next packet may start at *t* (the rate limiter's release time)."""
+        self.next_allowed = t
+
+    def set_ipd(self, ipd: int) -> None:
+        """A new static inter-packet delay (a subnet manager pacing a source, seed 000 §6.2)."""
+        self.ipd = ipd
+
+    def next_psn(self) -> int:
+        """The PSN the next new packet gets (0 for a QP that numbers no packets of its own)."""
+        return 0
+
+    def on_period(self) -> int | None:
+        """The end of the traffic generator's current ON period (None: not an ON/OFF source)."""
+        return None
 
     def gap_after(self, nbytes: int) -> int:
         """Rate limit: minimum time from this packet's start to the next one's."""
@@ -116,6 +138,17 @@ class FlowSource(SenderBase):
         self.gen = generator
         self.cwnd: int | None = flow.window
         self.outs = 0                       # packets sent and not yet acknowledged
+        self.psn = 0                        # the next new packet's PSN
+
+    def set_window(self, cwnd: int | None) -> None:
+        """A new CWND, in packets (None: no window) -- the window half of a response."""
+        self.cwnd = cwnd
+
+    def next_psn(self) -> int:
+        return self.psn
+
+    def on_period(self) -> int | None:
+        return self.gen.on_until
 
     def window_open(self) -> bool:
         return self.cwnd is None or self.outs < self.cwnd

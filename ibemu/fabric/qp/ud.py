@@ -12,7 +12,7 @@ from .psn import PSN_HALF, PSN_MOD, UD_SENDS
 from .sender import FlowSource
 
 if TYPE_CHECKING:
-    from ...config import FlowSpec
+    from ..params import FlowSpec
     from ..hca import HCA
     from ..integrity import PayloadCheck
     from ..traffic import Generator

@@ -25,7 +25,7 @@ from typing import Any
 from ...results import jain_index
 from ...run import run_virtual
 from ...scenario import scenario_from_dict
-from ...topologies import expand_template
+from ...scenario.templates import expand_template
 from ...units import PS_PER_MS
 from ..reproduction import RunCache
 from .testbed import experiment2_dict

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...cc.dcms.config import DCMSSpec
 from ...run import run_virtual
 from ...units import PS_PER_MS, PS_PER_S
 from ..cca.testbed import CONTRIBUTORS
@@ -66,16 +67,17 @@ def _run_exp2(scenario: int, duration_s: float, **kw: Any) -> dict[str, Any]:
     mr = m.traces.get(("Marking_Rate", "S2:23"), [])
     msgs = np.cumsum(m.flow_bins("XY", "messages"))
     done = np.nonzero(msgs >= scn.flows[[f.name for f in scn.flows].index("XY")].count)[0]
+    dcms = scn.cc.get("dcms", DCMSSpec) if scn.cc is not None else None
     return {"wire": wire, "bin_s": bin_s, "counter_t_s": (t[1:] + t[:-1]) / 2 / PS_PER_MS / SCALE,
             "counters": counters, "decisions": decisions,
             "marking_rate": [(tt / PS_PER_MS / SCALE, v) for tt, v in mr],
-            "lows": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.low in text]
-            if scn.cc.dcms else [],
-            "defaults": [tt for tt, text in decisions if "Marking_Rate %d " % scn.cc.dcms.default in text]
-            if scn.cc.dcms else [],
+            "lows": [tt for tt, text in decisions if "Marking_Rate %d " % dcms.low in text]
+            if dcms else [],
+            "defaults": [tt for tt, text in decisions if "Marking_Rate %d " % dcms.default in text]
+            if dcms else [],
             "xy_done_s": float((done[0] + 1) * bin_s) if len(done) else None,
             "counters_raw": r.counters, "duration_s": duration_s,
-            "default_mr": scn.cc.dcms.default if scn.cc.dcms else None}
+            "default_mr": dcms.default if dcms else None}
 
 
 def mean(run: dict[str, Any], flows: Iterable[str], t0_s: float, t1_s: float) -> float:

@@ -1,7 +1,7 @@
 """Experiments of seed 003 §5–6 on the Figure 1 scenario with the HP scheme: scenario
 builders and measurements shared by :mod:`.reproduce` and the tests.
 
-``fig1(...)`` expands the ``santos_fig1`` template (:mod:`ibemu.topologies`) and adds the
+``fig1(...)`` expands the ``santos_fig1`` template (:mod:`ibemu.scenario.templates`) and adds the
 ``[cc]`` table and, for §6.3.2, a mixture of static and ON/OFF flows.  ``measure(...)``
 runs a scenario on the virtual-time engine and returns the fractions of link rate the
 figures plot: root and inter-switch utilisation (data), each group's aggregate rate,
@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ...results import jain_index
 from ...run import run_virtual
 from ...scenario import Scenario, scenario_from_dict
-from ...topologies import expand_template
+from ...scenario.templates import expand_template
 from ...units import PS_PER_MS
 
 __all__ = ["fig1", "measure"]
