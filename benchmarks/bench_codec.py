@@ -17,7 +17,9 @@ import sys
 import tempfile
 import time
 import timeit
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # run from a checkout
 
@@ -25,27 +27,27 @@ import scapy  # noqa: E402
 from scapy.packet import Raw, raw  # noqa: E402
 
 from ibemu.capture.erf import ErfPcapWriter  # noqa: E402
+from ibemu.layers import BTH, LRH  # noqa: E402
 from ibemu.wire import codec  # noqa: E402
 from ibemu.wire.opcodes import RC_SEND_ONLY  # noqa: E402
-from layers import BTH, LRH  # noqa: E402
 
 TARGET_RATIO = 50.0
 
 
-def calibrate(fn, target_s: float) -> tuple[timeit.Timer, int]:
+def calibrate(fn: Callable[[], object], target_s: float) -> tuple[timeit.Timer, int]:
     t = timeit.Timer(fn)
     number, _ = t.autorange()                 # loops taking >= 0.2 s
     return t, max(1, int(number * target_s / 0.2))
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="timeit repeats (best kept)")
     ap.add_argument("--time", type=float, default=0.2, help="seconds per repeat")
     args = ap.parse_args(argv)
 
     payload = bytes(range(256)) * 8                     # 2048 bytes
-    fields = dict(dlid=5, slid=3, opcode=RC_SEND_ONLY, destqp=0x34, psn=100, payload=payload)
+    fields: dict[str, Any] = dict(dlid=5, slid=3, opcode=RC_SEND_ONLY, destqp=0x34, psn=100, payload=payload)
     frame = codec.build(**fields)
     data = bytes(frame)
     scapy_pkt = LRH(dlid=5, slid=3) / BTH(opcode=RC_SEND_ONLY, destqp=0x34, psn=100) / Raw(payload)
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
     mark_buf = bytearray(frame)
     flip = [1]
 
-    def mark():                                         # alternate so every call writes
+    def mark() -> None:                                         # alternate so every call writes
         flip[0] ^= 1
         codec.set_fecn(mark_buf, flip[0])
 
@@ -62,7 +64,7 @@ def main(argv=None) -> int:
     writer = ErfPcapWriter(os.devnull)
     clock = [0]
 
-    def erf_write():
+    def erf_write() -> None:
         clock[0] += 1000
         writer.write(clock[0], frame)
 

@@ -4,9 +4,9 @@ over 2 worker processes, stays within 5 % of the virtual clock (issue 4 item 7; 
 
 Figure 2(a): L=5 local and R=1 remote greedy flows into one destination, a victim flow
 in 40-60 ms, 100 ms of emulated time (``scenarios/santos_fig1.toml``).  For each dilation
-(ascending) it runs the scenario --repeat times with ``ibemu.fidelity.compare`` and prints
-the largest relative difference of any flow's throughput or link's data bytes carrying at
-least 1 % of its link (ibemu.fidelity.MIN_SHARE), with the runtime's slip counts.  A
+(ascending) it runs the scenario --repeat times with ``ibemu.runtime.fidelity.compare`` and
+prints the largest relative difference of any flow's throughput or link's data bytes carrying
+at least 1 % of its link (ibemu.runtime.fidelity.MIN_SHARE), with the runtime's slip counts.  A
 dilation passes when every repeat is within --tolerance.  A run takes 0.1 s x dilation.
 
 Usage: python benchmarks/bench_runtime_dilation.py [--dilations 50,100,150,200,300] [--repeat 2]
@@ -16,17 +16,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ibemu.errors import UserError                  # noqa: E402
-from ibemu.fidelity import compare                  # noqa: E402
-from ibemu.run import run_virtual                   # noqa: E402
-from ibemu.topologies import santos_fig1            # noqa: E402
+from ibemu.errors import UserError  # noqa: E402
+from ibemu.run import run_virtual  # noqa: E402
+from ibemu.runtime.fidelity import compare  # noqa: E402
+from ibemu.scenario.builders import santos_fig1  # noqa: E402
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dilations", default="50,100,150,200,300")
     ap.add_argument("--repeat", type=int, default=2)
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
         virtual.wall_seconds, "asked for" if args.realtime else "off"), flush=True)
     found = None
     for d in [float(x) for x in args.dilations.split(",")]:
-        worst = []
+        worst: list[float] = []
         for i in range(args.repeat):
             load = os.getloadavg()[0]
             try:

@@ -28,6 +28,7 @@ import argparse
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import trio
@@ -35,11 +36,11 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ibemu.runtime.controller import run_wall  # noqa: E402
-from ibemu.runtime.worker import _raise_priority  # noqa: E402
-from ibemu.topologies import santos_fig1      # noqa: E402
+from ibemu.runtime.worker import raise_priority  # noqa: E402
+from ibemu.scenario.builders import santos_fig1  # noqa: E402
 
 
-def _pair():
+def _pair() -> tuple[socket.socket, socket.socket]:
     a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for s in (a, b):
@@ -51,11 +52,11 @@ def _pair():
 
 
 def bare_forwarder(seconds: float, batched: bool, inflight: int = 16) -> float:
-    async def main():
+    async def main() -> float:
         a, b = _pair()
         count = 0
 
-        async def forward_trio(raw):
+        async def forward_trio(raw: socket.socket) -> None:
             nonlocal count
             sock = trio.socket.from_stdlib_socket(raw)
             buf = bytearray(65536)
@@ -64,7 +65,7 @@ def bare_forwarder(seconds: float, batched: bool, inflight: int = 16) -> float:
                 count += 1
                 await sock.send(buf[:n])
 
-        async def forward_batched(sock):
+        async def forward_batched(sock: socket.socket) -> None:
             nonlocal count
             sock.setblocking(False)
             buf = bytearray(65536)
@@ -102,7 +103,7 @@ def worker(ms: float) -> tuple[float, int]:
     return w["datagrams_received"] / w["wall_s"], w["datagrams_received"]
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ms", type=float, default=20.0, help="emulated ms of the worker run")
@@ -110,8 +111,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     # the same scheduling for all three: the worker raises its priority to nice -10 when
     # allowed (and is told not to use real-time scheduling); so does this process
-    print("scheduling of the forwarders and the worker: %s" % _raise_priority(False))
-    plain, batched, work = [], [], []
+    print("scheduling of the forwarders and the worker: %s" % raise_priority(False))
+    plain: list[float] = []
+    batched: list[float] = []
+    work: list[float] = []
     for i in range(args.repeat):
         plain.append(bare_forwarder(args.seconds, batched=False))
         batched.append(bare_forwarder(args.seconds, batched=True))

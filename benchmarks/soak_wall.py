@@ -25,16 +25,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ibemu.config import PS_PER_S  # noqa: E402
 from ibemu.fabric.faults import FaultSpec, LinkFaults  # noqa: E402
-from ibemu.runtime.controller import format_runtime_line, run_wall  # noqa: E402
+from ibemu.resources import scenario_source  # noqa: E402
+from ibemu.runtime.controller import run_wall  # noqa: E402
+from ibemu.runtime.report import format_runtime_line  # noqa: E402
 from ibemu.scenario import load_scenario  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from ibemu.units import PS_PER_S  # noqa: E402
 
 
 def rss_kib(pid: int) -> int | None:
@@ -49,7 +50,7 @@ def rss_kib(pid: int) -> int | None:
 
 
 def children(pid: int) -> list[int]:
-    out = []
+    out: list[int] = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -63,9 +64,10 @@ def children(pid: int) -> list[int]:
     return sorted(out)
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("scenario", nargs="?", default=str(ROOT / "scenarios" / "quickstart.toml"))
+    ap.add_argument("scenario", nargs="?", default="quickstart",
+                    help="scenario file, or a shipped scenario's name (default quickstart)")
     ap.add_argument("--minutes", type=float, default=10.0, help="wall minutes (default 10)")
     ap.add_argument("--dilation", type=float, default=200.0)
     ap.add_argument("--workers", type=int, default=2)
@@ -80,7 +82,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     wall = args.minutes * 60
     duration = int(wall / args.dilation * PS_PER_S)
-    scn = load_scenario(args.scenario, args.set)
+    scn = load_scenario(scenario_source(args.scenario), args.set)
     scn.duration = duration
     scn.output.plots = False
     faults = LinkFaults(loss=args.loss, duplicate=args.duplicate, reorder=args.reorder, corrupt=args.corrupt)
@@ -91,11 +93,11 @@ def main(argv=None) -> int:
              ", faults %s" % {k: v for k, v in vars(faults).items() if v and k != "reorder_depth"}
              if faults.active() else ""), flush=True)
     me = os.getpid()
-    samples = []                       # (seconds since start, controller KiB, {pid: KiB})
+    samples: list[tuple[float, int, dict[int, int]]] = []   # (s since start, controller KiB, {pid: KiB})
     stop = threading.Event()
     t_start = time.monotonic()
 
-    def sampler():
+    def sampler() -> None:
         first = True
         while not stop.is_set():
             wait = args.warmup if first else args.every
@@ -107,11 +109,11 @@ def main(argv=None) -> int:
             if stop.wait(max(0.0, t_next - time.monotonic())):
                 return
             first = False
-            workers = {pid: rss_kib(pid) for pid in children(me)}
-            workers = {p: v for p, v in workers.items() if v}
+            rss = {pid: rss_kib(pid) for pid in children(me)}
+            workers = {p: v for p, v in rss.items() if v}
             if not workers:
                 continue
-            s = (time.monotonic() - t_start, rss_kib(me), workers)
+            s = (time.monotonic() - t_start, rss_kib(me) or 0, workers)
             samples.append(s)
             print("  t=%6.0f s  controller %7.1f MiB  workers %s" % (
                 s[0], s[1] / 1024, "  ".join("%d: %.1f MiB" % (p, v / 1024) for p, v in sorted(workers.items()))),

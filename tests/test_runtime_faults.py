@@ -18,9 +18,10 @@ import json
 
 from test_faults import MATRIX, fault_matrix_scenario
 
-from ibemu.units import PS_PER_MS
 from ibemu.fabric.integrity import verify
-from ibemu.runtime.controller import format_runtime_line, run_wall
+from ibemu.runtime.controller import run_wall
+from ibemu.runtime.report import format_runtime_line
+from ibemu.units import PS_PER_MS
 
 
 def _sum(counters, key):

@@ -24,16 +24,16 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.units import PS_PER_MS
-from ibemu.fabric.params import FlowSpec
-from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from ibemu.fabric.integrity import verify
+from ibemu.fabric.params import FlowSpec
 from ibemu.runtime import fuzzpeer
 from ibemu.runtime.addrmap import assign, port_keys, read_map
-from ibemu.runtime.controller import format_runtime_line, run_wall
+from ibemu.runtime.controller import run_wall
 from ibemu.runtime.loop import NodeLoop
+from ibemu.runtime.report import format_runtime_line
 from ibemu.runtime.sockets import free_port_block
-from ibemu.scenario import load_scenario
+from ibemu.scenario import HCASpec, LinkSpec, Scenario, SwitchSpec, load_scenario
+from ibemu.units import PS_PER_MS
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 from ibemu.wire.shim import pack_shim

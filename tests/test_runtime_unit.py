@@ -10,10 +10,9 @@ from ibemu.run import run_virtual
 from ibemu.runtime.addrmap import assign, port_keys, read_map, write_map
 from ibemu.runtime.delivery import SeqCheck
 from ibemu.runtime.loop import NodeLoop
-from ibemu.runtime.merge import merge_captures
+from ibemu.runtime.merge import merge_captures, new_metrics
 from ibemu.runtime.partition import partition
 from ibemu.runtime.sockets import free_port_block, rcvbuf_bytes
-from ibemu.runtime.worker import new_metrics
 from ibemu.scenario import load_scenario
 from ibemu.scenario.builders import santos_fig1
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ibemu.capture.erf import read_erf_pcap
-from ibemu.runtime.fidelity import compare
 from ibemu.run import run_virtual
+from ibemu.runtime.fidelity import compare
 from ibemu.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,7 +178,8 @@ def test_fidelity_command_prints_ratios_per_flow_and_link():
 def test_lost_datagrams_between_workers_are_counted_and_reported():
     """Fault injection (every 5th link packet of every port not sent): the receiving
     workers count the gaps in the per-link sequence numbers, and the run reports them."""
-    from ibemu.runtime.controller import format_runtime_line, run_wall
+    from ibemu.runtime.controller import run_wall
+    from ibemu.runtime.report import format_runtime_line
     scn = load_scenario("scenarios/quickstart.toml", ['scenario.duration="1ms"'])
     r = run_wall(scn, workers=2, dilation=500, drop_link_every=5)
     rt = r.runtime

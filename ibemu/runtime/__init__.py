@@ -7,9 +7,15 @@ The only package of ibemu that imports trio and socket.
 - :mod:`.sockets`    one UDP socket per node port, receive buffers sized from credits
 - :mod:`.addrmap`    the address map file (node port -> host:udp)
 - :mod:`.partition`  which worker runs which nodes
+- :mod:`.delivery`   socket delivery: the shared scheduler's transmit and poll
 - :mod:`.worker`     one worker process (``ibemu node``)
-- :mod:`.controller` ``ibemu run --clock wall``: start, watch, stop, merge
-- :mod:`.merge`      merging the workers' series and captures
+- :mod:`.workers`    the controller's worker processes: spawn, control lines, reap
+- :mod:`.controller` ``ibemu run --clock wall``: plan, start, watch, stop
+- :mod:`.collect`    the run's result from the workers' parts (:class:`~.collect.WallResult`)
+- :mod:`.merge`      merging the workers' series, counters and captures
+- :mod:`.report`     the runtime's summary lines
+- :mod:`.mgmt`       live management MADs into a running emulation
+- :mod:`.fidelity`   ``ibemu fidelity``: both clocks compared
 - :mod:`.commands`   ``ibemu run --clock wall``, ``ibemu node``, ``ibemu fidelity``
 - :mod:`.fuzzpeer`   a hostile peer: random and mutated datagrams at a running emulation
 """

@@ -16,16 +16,27 @@ the Wireshark plugin recognise.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..atomic import atomic_write_text
 from ..errors import UserError
 
+if TYPE_CHECKING:
+    from ..build import Fabric
 
-def port_keys(fabric) -> list[tuple[str, int]]:
+PortKey = tuple[str, int]
+"""(node name, port number)."""
+Address = tuple[str, int]
+"""(host, UDP port)."""
+AddressMap = dict[PortKey, Address]
+
+
+def port_keys(fabric: Fabric) -> list[PortKey]:
     """Every wired (node name, port) of *fabric*, in a fixed order (nodes as built,
     ports ascending)."""
-    keys = []
+    keys: list[PortKey] = []
     names = {id(n): name for name, n in fabric.nodes.items()}
     wired = {(names[id(node)], port) for (node, port) in fabric.wiring}
     for name, node in fabric.nodes.items():
@@ -35,13 +46,13 @@ def port_keys(fabric) -> list[tuple[str, int]]:
     return keys
 
 
-def assign(fabric, host_of, base: int) -> dict:
+def assign(fabric: Fabric, host_of: Callable[[str], str], base: int) -> AddressMap:
     """``(node, port) -> (host, udp port)``: consecutive ports from *base*;
     *host_of(node name)* gives each node's host address."""
     return {key: (host_of(key[0]), base + i) for i, key in enumerate(port_keys(fabric))}
 
 
-def write_map(path, amap: dict) -> None:
+def write_map(path: str | Path, amap: Mapping[PortKey, Address]) -> None:
     lines = ["# ibemu address map: \"node:port\" = \"host:udp port\"", "[ports]"]
     for (node, port), (host, udp) in amap.items():
         lines.append('"%s:%d" = "%s:%d"' % (node, port, host, udp))
@@ -53,14 +64,14 @@ def write_map(path, amap: dict) -> None:
         atomic_write_text(p, text)              # a reader never sees half a map
 
 
-def _split(text: str, what: str, path) -> tuple[str, int]:
+def _split(text: str, what: str, path: str | Path) -> tuple[str, int]:
     name, sep, num = text.rpartition(":")
     if not sep or not name or not num.isdigit():
         raise UserError("%s: %s %r: expected NAME:NUMBER" % (path, what, text))
     return name, int(num)
 
 
-def read_map(path, fabric=None) -> dict:
+def read_map(path: str | Path, fabric: Fabric | None = None) -> AddressMap:
     """Read an address map; with *fabric*, check that it covers every wired port."""
     try:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -71,7 +82,7 @@ def read_map(path, fabric=None) -> dict:
     ports = raw.get("ports")
     if not isinstance(ports, dict):
         raise UserError("address map %s: no [ports] table" % path)
-    amap = {}
+    amap: AddressMap = {}
     for key, val in ports.items():
         if not isinstance(val, str):
             raise UserError("address map %s: %s: expected \"host:port\", got %r" % (path, key, val))

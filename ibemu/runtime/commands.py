@@ -10,12 +10,17 @@ import pickle
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import UserError
+from ..resources import lua_plugin, scenario_names, scenario_source
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 
-LUA = "layers/wireshark/ibemu.lua"
+if TYPE_CHECKING:
+    from ..scenario import Scenario
+
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _positive_float(text: str) -> float:
@@ -38,7 +43,7 @@ def _positive_int(text: str) -> int:
     return v
 
 
-def add_wall_options(p) -> None:
+def add_wall_options(p: argparse.ArgumentParser) -> None:
     """--workers / --dilation / --port-base, for ``run`` and ``fidelity``."""
     p.add_argument("--workers", type=_positive_int, default=None,
                    help="wall clock: worker processes (default: the number of cores, %d here)"
@@ -51,24 +56,30 @@ def add_wall_options(p) -> None:
                    help="wall clock: do not ask for real-time scheduling for the workers")
 
 
-def capture_hint(pcap) -> str:
+def capture_hint(pcap: str | Path) -> str:
     """The line telling how to open the capture in Wireshark with ibemu's plugin (the
-    repository's copy when run from it, else the installed one)."""
-    lua = LUA
-    if not Path(LUA).is_file():
-        import importlib.util
-        spec = importlib.util.find_spec("layers")          # without importing Scapy
-        if spec is not None and spec.origin:
-            installed = Path(spec.origin).parent / "wireshark" / "ibemu.lua"
-            if installed.is_file():
-                lua = str(installed)
-    return "open the capture with: wireshark -X lua_script:%s %s" % (lua, pcap)
+    repository's copy when run from it, else the installed one:
+    :func:`ibemu.resources.lua_plugin`)."""
+    return "open the capture with: wireshark -X lua_script:%s %s" % (lua_plugin(), pcap)
 
 
-def cmd_run_wall(args, scn) -> int:
+def resolve_scenario(arg: str) -> str | Path:
+    """What a command's SCENARIO argument reads, as for ``ibemu run``: a file, or the
+    shipped scenario of that name (:func:`ibemu.resources.scenario_source`); one line
+    naming the shipped ones when it is neither."""
+    source = scenario_source(arg)
+    if source == arg and not Path(arg).exists() and not any(c in arg for c in "/.\\"):
+        raise UserError("%s: no such file, nor a shipped scenario (shipped: %s)"
+                        % (arg, ", ".join(scenario_names())))
+    return source
+
+
+def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
     """``ibemu run --clock wall``: *scn* already loaded with the overrides."""
     from ..results import format_summary_table
-    from .controller import WallRunError, format_runtime_line, run_wall
+    from .controller import run_wall
+    from .report import format_runtime_line
+    from .workers import WallRunError
     out = args.out or "runs/%s" % scn.name
     try:
         result = run_wall(scn, out_dir=out, pcap=args.pcap, workers=args.workers,
@@ -94,12 +105,13 @@ def cmd_run_wall(args, scn) -> int:
 
 # ---------------------------------------------------------------- ibemu node
 
-def add_node_parser(sub) -> None:
+def add_node_parser(sub: Subparsers) -> None:
     n = sub.add_parser("node", help="run some of a scenario's nodes in real time (several hosts)",
                        description="Run the nodes --nodes of SCENARIO on the UDP addresses of an "
                                    "address map (--map), from an agreed instant (--start-at). "
                                    "Write a map with --make-map.")
-    n.add_argument("scenario", nargs="?", help="scenario file (TOML)")
+    n.add_argument("scenario", nargs="?",
+                   help="scenario file (TOML), or the name of a shipped scenario, e.g. quickstart")
     n.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario value")
     n.add_argument("--seed", type=int)
     n.add_argument("--duration")
@@ -126,21 +138,27 @@ def add_node_parser(sub) -> None:
     n.set_defaults(func=cmd_node)
 
 
-def _load(args):
-    from ..scenario import load_scenario
+def _load(args: argparse.Namespace) -> Scenario:
+    """The scenario of ``ibemu node`` / ``ibemu fidelity``, with the overrides (the
+    controller hands its workers the scenario it loaded, pickled)."""
+    from ..scenario import Scenario, load_scenario
     if args.scenario_pickle:
-        return pickle.loads(Path(args.scenario_pickle).read_bytes())
+        scn = pickle.loads(Path(args.scenario_pickle).read_bytes())
+        if not isinstance(scn, Scenario):
+            raise UserError("%s: not a pickled scenario" % args.scenario_pickle)
+        return scn
     if not args.scenario:
         raise UserError("node: a scenario file is required")
+    source = resolve_scenario(args.scenario)
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append("scenario.seed=%d" % args.seed)
     if args.duration is not None:
         overrides.append('scenario.duration="%s"' % args.duration)
-    return load_scenario(args.scenario, overrides)
+    return load_scenario(source, overrides)
 
 
-def _start_at(text) -> float | None:
+def _start_at(text: str | None) -> float | None:
     if text is None:
         return None
     try:
@@ -149,14 +167,15 @@ def _start_at(text) -> float | None:
         raise UserError("--start-at: expected Unix seconds or +N, got %r" % text) from None
 
 
-def cmd_node(args) -> int:
+def cmd_node(args: argparse.Namespace) -> int:
     from ..build import build_fabric
     from .addrmap import assign, read_map, write_map
+    from .report import format_node_summary
     from .worker import run_worker
     scn = _load(args)
     if args.make_map:
         fabric = build_fabric(scn)
-        hosts = {}
+        hosts: dict[str, str] = {}
         for spec in args.place or []:
             names, sep, host = spec.rpartition("=")
             if not sep or not names or not host or ":" in host or " " in host:
@@ -198,36 +217,19 @@ def cmd_node(args) -> int:
     except KeyboardInterrupt:
         return 130
     if not args.control:
-        _print_node_summary(scn, names, data)
+        print(format_node_summary(scn, names, data))
         if part:
             print("part results in %s" % part)
     return 0
 
 
-def _print_node_summary(scn, names, data) -> None:
-    here = set(names)
-    rx = data["metrics"]["flow_rx"]
-    for f in scn.flows:
-        if f.dst in here:
-            series = rx.get(f.name, [[], [], []])
-            print("flow %s: %d packets, %d messages received at %s" % (
-                f.name, sum(series[1]) if series[1] else 0, sum(series[2]) if series[2] else 0, f.dst))
-    rt = data["runtime"]
-    print("%s: %d datagrams sent, %d received, %d lost; %s" % (
-        ",".join(names), rt["datagrams_sent"], rt["datagrams_received"], rt["datagrams_lost"],
-        "completed" if data["completed"] else "stopped early"))
-    if rt.get("strangers") or rt.get("bad_datagrams"):
-        print("%d datagrams from addresses that are not the port's peer and %d malformed ones dropped"
-              % (rt.get("strangers", 0), rt.get("bad_datagrams", 0)))
-
-
 # ---------------------------------------------------------------- ibemu fidelity
 
-def add_fidelity_parser(sub) -> None:
+def add_fidelity_parser(sub: Subparsers) -> None:
     f = sub.add_parser("fidelity", help="run a scenario on both clocks and compare throughputs",
                        description="Runs SCENARIO on the virtual clock and on the wall clock and "
                                    "prints, per flow and per link, wall throughput / virtual throughput.")
-    f.add_argument("scenario")
+    f.add_argument("scenario", help="scenario file (TOML), or the name of a shipped scenario")
     f.add_argument("--set", action="append", metavar="KEY=VALUE")
     f.add_argument("--seed", type=int)
     f.add_argument("--duration")
@@ -238,9 +240,9 @@ def add_fidelity_parser(sub) -> None:
     f.set_defaults(func=cmd_fidelity)
 
 
-def cmd_fidelity(args) -> int:
-    from ..fidelity import compare, format_fidelity
-    from .controller import WallRunError
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from .fidelity import compare, format_fidelity
+    from .workers import WallRunError
     args.scenario_pickle = None
     scn = _load(args)
     try:

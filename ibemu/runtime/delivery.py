@@ -31,8 +31,7 @@ number of a faulty link to the link's ``accept`` (its duplicate filter, with the
 unwrapped past 32 bits), which drops the second copy and counts it.  Corrupted copies
 are caught by the receiving node's VCRC/ICRC checks, as on the virtual clock.
 *faults_until* (emulated ps) heals every link for frames started from then on, so a
-test can let the credits settle (:func:`ibemu.fabric.integrity.settle` on the virtual
-clock).
+test can let the credits settle (:func:`ibemu.testing.settle` on the virtual clock).
 
 Strangers (issue 8 item 5): a datagram whose source address is not the port's
 configured peer is dropped before anything reads it and counted (``strangers``); the

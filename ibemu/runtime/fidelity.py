@@ -16,7 +16,8 @@ from typing import Any
 
 from ..run import RunResult, run_virtual
 from ..scenario import Scenario
-from .controller import format_runtime_line, run_wall
+from .controller import run_wall
+from .report import format_runtime_line
 
 __all__ = ["MIN_SHARE", "compare_summaries", "compare", "format_fidelity"]
 

@@ -26,6 +26,7 @@ import socket
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 from ..wire import codec
 from ..wire import opcodes as OP
@@ -48,7 +49,7 @@ EXPECT = {
 KINDS = tuple(EXPECT)
 
 
-def _frame(rng, dlid: int, slid: int, pkey: int = 0xFFFF, vl: int = 0) -> bytearray:
+def _frame(rng: random.Random, dlid: int, slid: int, pkey: int = 0xFFFF, vl: int = 0) -> bytearray:
     return codec.build(dlid=dlid, slid=slid, opcode=OP.RC_SEND_ONLY, destqp=rng.randrange(2, 1 << 24),
                        psn=rng.randrange(1 << 24), pkey=pkey, vl=vl,
                        payload=bytes(rng.randrange(256) for _ in range(rng.choice((4, 64, 256)))))
@@ -66,9 +67,9 @@ def make(rng: random.Random, kind: str, seq: int, *, dlid: int, slid: int,
     if kind == "short":
         return bytes(rng.randrange(256) for _ in range(rng.randrange(16)))
     if kind == "magic":
-        body = bytearray(rng.randrange(256) for _ in range(rng.randrange(16, 200)))
-        body[0] = rng.choice([b for b in range(256) if b != MAGIC[0]])
-        return bytes(body)
+        junk = bytearray(rng.randrange(256) for _ in range(rng.randrange(16, 200)))
+        junk[0] = rng.choice([b for b in range(256) if b != MAGIC[0]])
+        return bytes(junk)
     if kind == "version":
         return MAGIC + bytes([rng.choice([v for v in range(256) if v != VERSION]), 0]) + shim[4:] + \
             bytes(_frame(rng, dlid, slid))
@@ -113,8 +114,9 @@ def _addr(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def run(bind, to, *, dlid: int, slid: int, per_kind: int = 20, seed: int = 1, spacing: float = 0.002,
-        wait: float = 30.0, kinds=KINDS, bad_vl: int = 14) -> dict:
+def run(bind: tuple[str, int], to: tuple[str, int], *, dlid: int, slid: int, per_kind: int = 20,
+        seed: int = 1, spacing: float = 0.002, wait: float = 30.0, kinds: Sequence[str] = KINDS,
+        bad_vl: int = 14) -> dict[str, dict[str, int]]:
     """Send the datagrams (see the module text); return what was sent and where it must
     be counted.  Raises TimeoutError when the emulation does not start within *wait* s."""
     rng = random.Random(seed)
@@ -129,7 +131,7 @@ def run(bind, to, *, dlid: int, slid: int, per_kind: int = 20, seed: int = 1, sp
         sock.setblocking(False)
         plan = [k for k in kinds for _ in range(per_kind)]
         rng.shuffle(plan)
-        sent = Counter()
+        sent: Counter[str] = Counter()
         seq = 0
         for kind in plan:
             good_shim = EXPECT[kind] != "bad_datagrams"      # the others never reach the seq check
@@ -146,13 +148,13 @@ def run(bind, to, *, dlid: int, slid: int, per_kind: int = 20, seed: int = 1, sp
             time.sleep(spacing)
     finally:
         sock.close()
-    expect = Counter()
+    expect: Counter[str] = Counter()
     for kind, n in sent.items():
         expect[EXPECT[kind]] += n
     return {"sent": dict(sent), "expect": dict(expect)}
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ibemu.runtime.fuzzpeer", description=__doc__.split("\n\n")[0])
     p.add_argument("--bind", required=True, help="HOST:PORT of the node port impersonated")
     p.add_argument("--to", required=True, help="HOST:PORT of the emulated port it is linked to")

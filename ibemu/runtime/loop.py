@@ -25,7 +25,7 @@ absolute deadlines):
   the select-based wait of :meth:`NodeLoop._timer_task`, with the polling of the sockets
   linked to other processes during a step (every 2 events, :data:`POLL_MASK`), and with
   real-time scheduling of the workers (:mod:`ibemu.runtime.worker`);
-  :mod:`ibemu.fidelity` measures the effect.
+  :mod:`ibemu.runtime.fidelity` measures the effect.
 
 Only this package imports trio and socket; the nodes and the scheduler stay sans-I/O.
 """
@@ -37,8 +37,8 @@ from typing import Any
 
 import trio
 
-from ..config import PS_PER_S
 from ..sim.scheduler import INF, Scheduler, SimNode
+from ..units import PS_PER_S
 from .delivery import PortSocket, SocketPorts
 
 SPIN = 0.002

@@ -1,36 +1,100 @@
 """Merging what the workers wrote (issue 4 items 2 and 3): their metrics into one
-:class:`~ibemu.results.Metrics`, their captures into one ERF pcap in emulated-time order.
+:class:`~ibemu.results.Metrics`, their node counters and runtime counters into one
+table each, their captures into one ERF pcap in emulated-time order.
+
+A *part* is what one worker recorded (:func:`ibemu.runtime.worker.run_worker`): JSON
+with ``metrics`` (bins), ``node_counters``, ``runtime`` (its loop's counters),
+``credits`` and, with the integrity check, ``integrity``.
 """
 from __future__ import annotations
 
 import json
 import mmap
 import struct
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from ..atomic import atomic_open
 from ..capture.erf import LINKTYPE_ERF, PCAP_MAGIC_NS
 from ..errors import UserError
+from ..results import Metrics
+from ..run import WIRE_OVERHEAD
+from ..scenario import Scenario
+
+Part = dict[str, Any]
+"""One worker's part, as read from JSON."""
 
 _GLOBAL = struct.Struct("<IHHiIII")
 _REC = struct.Struct("<IIII")
 
+RUNTIME_TOTALS = ("events", "datagrams_sent", "datagrams_received", "datagrams_lost",
+                  "datagrams_late", "datagrams_dropped_injected", "datagrams_lost_injected",
+                  "datagrams_duplicated", "duplicates_dropped", "strangers", "send_errors",
+                  "bad_datagrams", "slips", "slip_ps")
+"""The loop counters (:meth:`ibemu.runtime.loop.NodeLoop.stats`) summed over the workers."""
 
-def read_part(path) -> dict | None:
+
+def read_part(path: str | Path) -> Part | None:
     """A worker's part file, or None when it is missing or unreadable (a worker that
     died before writing it)."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        part: Part = json.loads(Path(path).read_text(encoding="utf-8"))
+        return part
     except (OSError, ValueError):
         return None
 
 
-def merge_metrics(metrics, parts) -> None:
+def new_metrics(scn: Scenario) -> Metrics:
+    """An empty :class:`~ibemu.results.Metrics` for *scn*, as :func:`ibemu.run.run_virtual`
+    makes one: a worker's, or the controller's to merge the workers' into."""
+    flows = {f.name: f for f in scn.flows}
+    return Metrics(scn.duration, scn.output.bin, {}, flows, {},
+                   packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
+
+
+def merge_metrics(metrics: Metrics, parts: Iterable[Part]) -> None:
     for part in parts:
         metrics.merge_bins(part["metrics"])
 
 
-def _records(buf, path):
+def merge_counters(parts: Iterable[Part | None]) -> dict[str, dict[str, int]]:
+    """The node counters of every part, added up (a link's fault counts come from both
+    of its ends)."""
+    counters: dict[str, dict[str, int]] = {}
+    for p in parts:
+        for n, c in (p["node_counters"].items() if p else ()):
+            mine = counters.setdefault(n, {})
+            for k, v in c.items():
+                mine[k] = mine.get(k, 0) + v
+    return counters
+
+
+def merge_runtime(workers: Sequence[tuple[int, list[str]]], parts: Sequence[Part | None],
+                  dilation: float, base: int) -> dict[str, Any]:
+    """The run's ``runtime`` table (results.json): the loop counters of the parts summed
+    (:data:`RUNTIME_TOTALS`), slips' maximum and mean, the overloaded workers, and one
+    entry per worker (*workers*: (index, node names), in the order of *parts*)."""
+    per: list[dict[str, Any]] = []
+    tot: dict[str, Any] = dict.fromkeys(RUNTIME_TOTALS, 0)
+    max_slip = 0
+    for (index, nodes), p in zip(workers, parts):
+        st = p["runtime"] if p else {}
+        per.append({"worker": index, "nodes": nodes, "part_written": p is not None,
+                    "scheduling": p.get("scheduling") if p else None, **st})
+        for k in RUNTIME_TOTALS:
+            tot[k] += st.get(k, 0)
+        max_slip = max(max_slip, st.get("max_slip_ps", 0))
+    tot["max_slip_ps"] = max_slip
+    tot["overloaded"] = [w["worker"] for w in per if w.get("overloaded")]
+    tot["mean_slip_ps"] = tot["slip_ps"] / tot["slips"] if tot["slips"] else 0
+    tot["dilation"] = dilation
+    tot["udp_port_base"] = base
+    tot["workers"] = per
+    return tot
+
+
+def _records(buf: bytes | mmap.mmap, path: str | Path) -> list[tuple[int, int, int]]:
     """(time_ns, offset, length) of every whole record of a pcap written by
     :class:`~ibemu.capture.erf.ErfPcapWriter` (a truncated tail is ignored: a worker
     may have been killed while writing)."""
@@ -40,7 +104,7 @@ def _records(buf, path):
     magic, *_rest, linktype = _GLOBAL.unpack_from(buf, 0)
     if magic != PCAP_MAGIC_NS or linktype != LINKTYPE_ERF:
         raise UserError("%s: not a capture part written by an ibemu worker" % path)
-    out = []
+    out: list[tuple[int, int, int]] = []
     off = _GLOBAL.size
     unpack = _REC.unpack_from
     while off + 16 <= n:
@@ -53,15 +117,18 @@ def _records(buf, path):
     return out
 
 
-def merge_captures(parts, out_path) -> int:
+def merge_captures(parts: Iterable[str | Path | None], out_path: str | Path) -> int:
     """Write the records of the capture *parts* (paths; missing ones skipped) to
     *out_path* in emulated-time order (stable: ties keep part order); return the count.
     Written atomically (:func:`ibemu.atomic.atomic_open`): *out_path* is the old file or
     none until the whole merged capture is on disk."""
-    maps, keys = [], []
-    files = []
+    maps: list[mmap.mmap] = []
+    keys: list[tuple[int, int, int, int]] = []
+    files: list[BinaryIO] = []
     try:
-        for i, p in enumerate(parts):
+        for p in parts:
+            if p is None:
+                continue
             try:
                 f = open(p, "rb")
             except OSError:
@@ -77,7 +144,7 @@ def merge_captures(parts, out_path) -> int:
         keys.sort(key=lambda r: (r[0], r[1]))
         with atomic_open(out_path, "wb") as out:       # a killed merge leaves no half capture
             out.write(_GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, 65535, LINKTYPE_ERF))
-            chunk = []
+            chunk: list[bytes] = []
             size = 0
             for _, k, off, ln in keys:
                 chunk.append(maps[k][off:off + ln])
@@ -91,5 +158,5 @@ def merge_captures(parts, out_path) -> int:
     finally:
         for m in maps:
             m.close()
-        for f in files:
-            f.close()
+        for fh in files:
+            fh.close()

@@ -22,28 +22,44 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..build import Fabric
+    from ..fabric.node import Node
+    from ..mgmt import ManagementClient
+    from ..scenario import Scenario
+    from .loop import NodeLoop
 
 SOCKET_NAME = "mgmt.sock"
 NOT_STARTED = "the emulation has not started yet"
 
 
-def socket_path(run_dir) -> Path:
+class WorkerChannel(Protocol):
+    """What :class:`Endpoint` needs of a worker (:class:`ibemu.runtime.workers.Worker`)."""
+    nodes: list[str]
+
+    def send(self, **msg: Any) -> None: ...
+
+
+def socket_path(run_dir: str | Path) -> Path:
     return Path(run_dir) / "parts" / SOCKET_NAME
 
 
 class Endpoint:
     """The controller's side: the socket, and which worker runs which HCA."""
 
-    def __init__(self, path, fabric, workers):
+    def __init__(self, path: str | Path, fabric: Fabric, workers: Iterable[WorkerChannel]) -> None:
         from ..fabric.hca import HCA
         self.path = str(path)
         self.hcas = {n: x.lid for n, x in fabric.nodes.items() if isinstance(x, HCA)}
-        self.default_via = min(self.hcas, key=self.hcas.get) if self.hcas else None
+        self.default_via = min(self.hcas, key=self.hcas.__getitem__) if self.hcas else None
         self.worker_of = {n: w for w in workers for n in w.nodes}
-        self.pending: dict[int, tuple] = {}          # our tid -> (client address, client id)
+        self.pending: dict[int, tuple[Any, Any]] = {}    # our tid -> (client address, client id)
         self.started = False                         # set once the workers were told to start
         self._tid = 0
         try:
@@ -64,12 +80,12 @@ class Endpoint:
             except (BlockingIOError, OSError):
                 return
             try:
-                req = json.loads(data)
+                req: dict[str, Any] = json.loads(data)
                 if not self.started:        # a worker's first control line must be "start"
                     self._reply(addr, {"id": req.get("id"), "error": NOT_STARTED})
                     continue
                 via = req.get("via") or self.default_via
-                w = self.worker_of.get(via)
+                w = self.worker_of.get(via) if isinstance(via, str) else None
                 if via not in self.hcas or w is None:
                     raise ValueError("no HCA %r in this run (HCAs: %s)" % (via, ", ".join(sorted(self.hcas))))
                 self._tid += 1
@@ -78,16 +94,17 @@ class Endpoint:
             except (ValueError, KeyError, TypeError) as e:
                 self._reply(addr, {"error": str(e)})
 
-    def on_worker_message(self, msg: dict) -> None:
+    def on_worker_message(self, msg: dict[str, Any]) -> None:
         """A ``{"event": "mad"}`` line from a worker: the answer to one of our requests."""
-        client = self.pending.pop(msg.get("tid"), None)
+        tid = msg.get("tid")
+        client = self.pending.pop(tid, None) if isinstance(tid, int) else None
         if client is not None:
             if msg.get("error"):
                 self._reply(client[0], {"id": client[1], "error": msg["error"]})
             else:
                 self._reply(client[0], {"id": client[1], "mad": msg.get("mad")})
 
-    def _reply(self, addr, obj) -> None:
+    def _reply(self, addr: Any, obj: dict[str, Any]) -> None:
         if addr:
             try:
                 self.sock.sendto(json.dumps(obj).encode(), addr)
@@ -106,15 +123,17 @@ class WorkerSide:
     """A worker's side: a :class:`~ibemu.mgmt.ManagementClient` on each HCA it is asked
     to send from, fed at the loop's current emulated time."""
 
-    def __init__(self, loop, nodes, send):
+    def __init__(self, loop: NodeLoop, nodes: Iterable[Node], send: Callable[..., None]) -> None:
         self.loop = loop
         self.nodes = {n.name: n for n in nodes}
         self.send = send                     # send(**msg) on the control channel
-        self.clients = {}
+        self.clients: dict[str, ManagementClient] = {}
 
-    def request(self, msg: dict) -> None:
+    def request(self, msg: dict[str, Any]) -> None:
+        """A ``{"cmd": "mad"}`` line from the controller: send the MAD from HCA ``via``."""
         from ..mgmt import ManagementClient
-        node = self.nodes.get(msg.get("via"))
+        via = msg.get("via")
+        node = self.nodes.get(via) if isinstance(via, str) else None
         if node is None:
             return
         loop = self.loop
@@ -124,12 +143,14 @@ class WorkerSide:
             return
         client = self.clients.get(node.name)
         if client is None:
-            client = self.clients[node.name] = ManagementClient(
-                node, lambda tid, mad: self.send(event="mad", tid=tid, mad=mad.hex()))
+            client = self.clients[node.name] = ManagementClient(node, self._answer)
         self.loop.call_now(node, client.send, int(msg["dlid"]), bytes.fromhex(msg["mad"]), int(msg["tid"]))
 
+    def _answer(self, tid: int, mad: bytes) -> None:
+        self.send(event="mad", tid=tid, mad=mad.hex())
 
-def ask(run_dir, dlid: int, mad: bytes, via: str | None = None, timeout: float = 10.0) -> bytes:
+
+def ask(run_dir: str | Path, dlid: int, mad: bytes, via: str | None = None, timeout: float = 10.0) -> bytes:
     """Send *mad* to LID *dlid* of the emulation running into *run_dir*; its answer."""
     path = socket_path(run_dir)
     if not path.exists():
@@ -146,7 +167,7 @@ def ask(run_dir, dlid: int, mad: bytes, via: str | None = None, timeout: float =
                 me.sendto(request, str(path))
             except OSError as e:
                 raise UserError("%s: the emulation is not answering (%s)" % (run_dir, e.strerror)) from None
-            reply = None
+            reply: dict[str, Any] | None = None
             while reply is None or reply.get("id") not in (rid, None):
                 me.settimeout(max(0.01, end - time.monotonic()))
                 try:
@@ -159,12 +180,12 @@ def ask(run_dir, dlid: int, mad: bytes, via: str | None = None, timeout: float =
                 continue
             if "error" in reply:
                 raise UserError(reply["error"])
-            return bytes.fromhex(reply["mad"])
+            return bytes.fromhex(str(reply["mad"]))
     finally:
         me.close()
 
 
-def lids_of_scenario(scn) -> dict:
+def lids_of_scenario(scn: Scenario) -> dict[str, int]:
     """Node name -> LID as the build assigns them (HCAs and switches' port 0)."""
     from ..build import switch_lids
     lids = {h.name: h.lid for h in scn.hcas}
@@ -174,9 +195,10 @@ def lids_of_scenario(scn) -> dict:
 
 # ---------------------------------------------------------------- the commands
 
-def _live_fabric(run_dir):
+def _live_fabric(run_dir: str | Path) -> Fabric:
     """The running emulation's fabric as its controller built it (parts/scenario.pickle)."""
     import pickle
+
     from ..build import build_fabric
     path = Path(run_dir) / "parts" / "scenario.pickle"
     if not socket_path(run_dir).exists() or not path.exists():
@@ -185,9 +207,10 @@ def _live_fabric(run_dir):
     return build_fabric(pickle.loads(path.read_bytes()))
 
 
-def _resolve(fabric, target: str):
+def _resolve(fabric: Fabric, target: str) -> tuple[str, int]:
     """(node name, LID) of *target*: a node name or a LID."""
-    lids = {n: x.lid for n, x in fabric.nodes.items() if getattr(x, "lid", 0)}
+    from ..run import lids_of
+    lids = lids_of(fabric)
     if target.isdigit():
         by_lid = {v: k for k, v in lids.items()}
         if int(target) not in by_lid:
@@ -199,7 +222,7 @@ def _resolve(fabric, target: str):
     return target, lids[target]
 
 
-def live_perfquery(run_dir, target: str, port: int | None, extended: bool = False,
+def live_perfquery(run_dir: str | Path, target: str, port: int | None, extended: bool = False,
                    via: str | None = None) -> str:
     """``ibemu perfquery --live``: ask the running emulation with a PerfMgt Get."""
     from ..mgmt import perf_get, perf_text
@@ -213,7 +236,7 @@ def live_perfquery(run_dir, target: str, port: int | None, extended: bool = Fals
     return perf_text(ask(run_dir, lid, perf_get(port, extended), via), lid, port, extended)
 
 
-def live_ccconfig(run_dir, op: str, target: str, args: list, cc_key: int = 0,
+def live_ccconfig(run_dir: str | Path, op: str, target: str, args: list[str], cc_key: int = 0,
                   via: str | None = None) -> str:
     """``ibemu ccconfig``: an ibccconfig Set sent into the running emulation; the
     attribute the node answers with."""

@@ -16,14 +16,19 @@ The rule, and why:
 """
 from __future__ import annotations
 
+from ..build import Fabric
+from ..fabric.node import Node
+from ..fabric.switch import Switch
 
-def _weight(node) -> int:
-    return len(node.ports) if hasattr(node, "lft") else 2
+
+def _weight(node: Node) -> int:
+    return len(node.ports) if isinstance(node, Switch) else 2
 
 
-def clusters(fabric) -> list[list[str]]:
+def clusters(fabric: Fabric) -> list[list[str]]:
+    """The node names of each cluster (rule 1 above), in build order."""
     names = {id(n): name for name, n in fabric.nodes.items()}
-    is_switch = {name: hasattr(n, "lft") for name, n in fabric.nodes.items()}
+    is_switch = {name: isinstance(n, Switch) for name, n in fabric.nodes.items()}
     owner: dict[str, str] = {}
     for (node, _port), (peer, _pp, _prop) in fabric.wiring.items():
         a, b = names[id(node)], names[id(peer)]
@@ -36,7 +41,7 @@ def clusters(fabric) -> list[list[str]]:
     return list(groups.values())
 
 
-def partition(fabric, workers: int) -> list[list[str]]:
+def partition(fabric: Fabric, workers: int) -> list[list[str]]:
     """Node names per worker: a list of *workers* (at most the number of nodes)
     non-empty lists."""
     nodes = fabric.nodes
@@ -52,7 +57,7 @@ def partition(fabric, workers: int) -> list[list[str]]:
         if groups[i]:
             continue
         j = loads.index(max(loads))
-        hcas = [n for n in groups[j] if not hasattr(nodes[n], "lft")]
+        hcas = [n for n in groups[j] if not isinstance(nodes[n], Switch)]
         if len(groups[j]) < 2 or not hcas:
             continue
         take = hcas[len(hcas) // 2:]

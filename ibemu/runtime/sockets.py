@@ -19,9 +19,14 @@ from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..wire.shim import SHIM_LEN
+
+if TYPE_CHECKING:
+    from ..fabric.node import Port
 
 # What the kernel charges a socket buffer for one queued loopback datagram (skb
 # "truesize"): about 4.5 KiB for a 2 KiB frame, under 1 KiB for a link packet.
@@ -30,7 +35,7 @@ _TRUESIZE_SMALL = 1024
 MIN_RCVBUF = 256 * 1024
 
 
-def rcvbuf_bytes(port) -> int:
+def rcvbuf_bytes(port: Port) -> int:
     """SO_RCVBUF for a :class:`~ibemu.fabric.node.Port`: its receive buffer in credits
     (every VL), each max-size packet at the kernel's cost, plus as many link packets
     and management packets again, doubled for margin; at least 256 KiB."""
@@ -40,12 +45,12 @@ def rcvbuf_bytes(port) -> int:
     return max(MIN_RCVBUF, need)
 
 
-def _set_rcvbuf(sock, nbytes: int) -> int:
+def _set_rcvbuf(sock: socket.socket, nbytes: int) -> int:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, nbytes)
     except OSError:
         pass
-    got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2    # the kernel doubles it
+    got: int = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2    # the kernel doubles it
     if got < nbytes and hasattr(socket, "SO_RCVBUFFORCE"):
         try:                                    # above net.core.rmem_max: needs CAP_NET_ADMIN
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, nbytes)
@@ -55,7 +60,7 @@ def _set_rcvbuf(sock, nbytes: int) -> int:
     return got
 
 
-def resolve(addr) -> tuple[str, int]:
+def resolve(addr: tuple[str, int]) -> tuple[str, int]:
     """(host, port) with the host as the numeric IPv4 address ``recvfrom`` reports (the
     address map may name hosts)."""
     host, port = addr
@@ -68,7 +73,8 @@ def resolve(addr) -> tuple[str, int]:
     return ip, int(port)
 
 
-def open_port_socket(addr, peer=None, rcvbuf: int | None = None):
+def open_port_socket(addr: tuple[str, int], peer: object = None,
+                     rcvbuf: int | None = None) -> socket.socket:
     """A non-blocking UDP socket bound to *addr* ((host, port)).  Not connected (see the
     module text); *peer* is unused and kept for callers of the earlier signature."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -87,7 +93,7 @@ def open_port_socket(addr, peer=None, rcvbuf: int | None = None):
     return sock
 
 
-def ports_free(host: str, ports) -> bool:
+def ports_free(host: str, ports: Iterable[int]) -> bool:
     """True when every UDP port in *ports* can be bound on *host* now."""
     held = []
     try:

@@ -26,6 +26,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -35,19 +38,13 @@ from ..capture.erf import ErfPcapWriter
 from ..errors import UserError
 from ..fabric.faults import engine_faults, fault_counters
 from ..fabric.integrity import attach, credit_state
-from ..results import Metrics
+from ..fabric.node import Node
 from ..run import PORT_SAMPLES, port_table
+from ..scenario import Scenario
 from .loop import NodeLoop
+from .merge import new_metrics
 from .mgmt import WorkerSide
 from .sockets import rcvbuf_bytes
-
-WIRE_OVERHEAD = 8 + 12 + 4 + 2     # as ibemu.run: LRH, BTH, ICRC, VCRC of a SEND packet
-
-
-def new_metrics(scn) -> Metrics:
-    flows = {f.name: f for f in scn.flows}
-    return Metrics(scn.duration, scn.output.bin, {}, flows, {},
-                   packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -68,14 +65,14 @@ WORKER_NICE = -10
 RT_PRIORITY = 10
 
 
-def _raise_priority(realtime: bool) -> str:
+def raise_priority(realtime: bool) -> str:
     """Best effort: a real-time emulation suffers from every millisecond it waits for a
     CPU (a worker preempted for 4 ms at dilation 200 leaves 20 µs of emulated time
     unanswered), so a worker asks for real-time round-robin scheduling (SCHED_RR,
     priority 10) when allowed (root or CAP_SYS_NICE) and *realtime*, else nice -10 when
     allowed, else runs as it is.  It never spins while idle (it waits in select), and
     it drops back to normal scheduling if it falls behind the wall clock (the loop's
-    overload callback, :func:`_lower_priority`), so it cannot take a machine over;
+    overload callback, :func:`lower_priority`), so it cannot take a machine over;
     Linux also keeps 5 % of every second for other tasks (sched_rt_runtime_us)."""
     how = "normal"
     try:
@@ -92,27 +89,28 @@ def _raise_priority(realtime: bool) -> str:
     return how
 
 
-def _lower_priority() -> None:
+def lower_priority() -> None:
+    """Back to normal (SCHED_OTHER) scheduling, when a worker falls behind."""
     try:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     except (OSError, AttributeError):
         pass
 
 
-def _nice():
+def _nice() -> int | None:
     try:
         return os.getpriority(os.PRIO_PROCESS, 0)
     except (OSError, AttributeError):
         return None
 
 
-class _Control:
-    """JSON lines on stdout / from stdin."""
+class Control:
+    """The control channel's worker end: JSON lines on stdout / from stdin."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.out = sys.stdout
 
-    def send(self, **msg) -> None:
+    def send(self, **msg: Any) -> None:
         try:
             self.out.write(json.dumps(msg) + "\n")
             self.out.flush()
@@ -120,20 +118,23 @@ class _Control:
             pass
 
     @staticmethod
-    def read_line():
+    def read_line() -> dict[str, Any] | None:
+        """The next command (None: end of input, the controller is gone)."""
         line = sys.stdin.readline()
         if not line:
             return None
         try:
-            return json.loads(line)
+            msg: dict[str, Any] = json.loads(line)
+            return msg
         except ValueError:
             return {"cmd": "?", "text": line.strip()}
 
 
-def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
+def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str, int], tuple[str, int]],
+               dilation: float, *, part: str | Path | None = None, pcap: str | Path | None = None,
                control: bool = False, start_at: float | None = None, parent: int = 0,
                drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
-               integrity: bool = False) -> dict:
+               integrity: bool = False) -> dict[str, Any]:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
     *part*) what they recorded.  Raises UserError for bad input.
 
@@ -143,10 +144,10 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
     of this worker's ports (``credits``, :func:`ibemu.fabric.integrity.credit_state`).
     *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
     record (digests in hex) in the part as ``integrity``."""
-    ctl = _Control() if control else None
+    ctl = Control() if control else None
     if control:
         _die_with_parent(parent)
-    scheduling = _raise_priority(realtime)
+    scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
     fabric = build_fabric(scn, metrics)
     metrics.add_links(fabric.link_capacity)
@@ -159,14 +160,14 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
     check = attach(fabric) if integrity else None
     capture = ErfPcapWriter(pcap) if pcap else None
     loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
-                    rcvbuf=lambda node, p: rcvbuf_bytes(node.ports[p]),
+                    rcvbuf=_rcvbuf,
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
                     faults_until=faults_until)
-    loop.on_overload = _lower_priority
+    loop.on_overload = lower_priority
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)
     ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]
-    if ports and all(hasattr(p, "pc") for _, p in ports):
+    if ports:
         loop.sample_step = max(scn.output.bin, scn.duration // PORT_SAMPLES)
         loop.on_sample = lambda t: metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
     stopped = False
@@ -187,7 +188,7 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
             gc.freeze()
             gc.disable()
             try:
-                stopped = trio.run(_main, loop, start_at, ctl)
+                stopped = trio.run(_main, loop, nodes, start_at, ctl)
             finally:
                 gc.enable()
     finally:
@@ -199,7 +200,7 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
     for node, values in counters.items():
         for key, value in values.items():
             metrics.counter(node, key, value)
-    data = {"nodes": list(node_names), "completed": not stopped and loop.done,
+    data: dict[str, Any] = {"nodes": list(node_names), "completed": not stopped and loop.done,
             "runtime": loop.stats(), "metrics": metrics.export_bins(), "node_counters": counters,
             "pcap": str(pcap) if pcap else None, "dilation": dilation,
             "scheduling": scheduling, "nice": _nice(),
@@ -215,18 +216,23 @@ def run_worker(scn, node_names, amap, dilation: float, *, part=None, pcap=None,
     return data
 
 
-async def _main(loop: NodeLoop, start_at: float, ctl) -> bool:
+def _rcvbuf(node: Node, port: int) -> int:
+    return rcvbuf_bytes(node.ports[port])
+
+
+async def _main(loop: NodeLoop, nodes: list[Node], start_at: float, ctl: Control | None) -> bool:
     """Run the loop from the agreed instant; True when stopped before the end."""
     t0 = trio.current_time() + (start_at - time.time())
     stop = trio.Event()
     stopped = False
-    mgmt = WorkerSide(loop, loop.nodes, ctl.send) if ctl is not None else None
+    mgmt = WorkerSide(loop, nodes, ctl.send) if ctl is not None else None
 
-    async def watch_stdin():
+    async def watch_stdin(ctl: Control) -> None:
         nonlocal stopped
         while True:
             msg = await trio.to_thread.run_sync(ctl.read_line, abandon_on_cancel=True)
             if msg is not None and msg.get("cmd") == "mad":    # live management (mgmt.py)
+                assert mgmt is not None
                 mgmt.request(msg)
                 continue
             if msg is None or msg.get("cmd") == "stop":
@@ -234,7 +240,7 @@ async def _main(loop: NodeLoop, start_at: float, ctl) -> bool:
                 stop.set()
                 return
 
-    async def report():
+    async def report(ctl: Control) -> None:
         while True:
             await trio.sleep(0.2)
             if loop.t0 is not None and trio.current_time() >= loop.t0:
@@ -242,10 +248,10 @@ async def _main(loop: NodeLoop, start_at: float, ctl) -> bool:
 
     async with trio.open_nursery() as nursery:
         if ctl is not None:
-            nursery.start_soon(watch_stdin)
-            nursery.start_soon(report)
+            nursery.start_soon(watch_stdin, ctl)
+            nursery.start_soon(report, ctl)
         with trio.CancelScope() as scope:
-            async def stopper():
+            async def stopper() -> None:
                 await stop.wait()
                 scope.cancel()
             nursery.start_soon(stopper)

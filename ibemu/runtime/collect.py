@@ -1,0 +1,90 @@
+"""Collecting a wall-clock run's results from its workers (issue 4 items 2 and 3): each
+worker's part (from its ``done`` control line, else the file it wrote), merged
+(:mod:`.merge`) into one :class:`~ibemu.results.Metrics`, counters and ``runtime``
+table, the capture parts into one capture, and written to the same output folder as
+the virtual-time engine writes (:func:`ibemu.results.write_outputs`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..build import Fabric
+from ..fabric.integrity import credit_problems, merge_records
+from ..results import Metrics, write_outputs
+from ..run import lids_of
+from ..scenario import Scenario
+from .merge import merge_captures, merge_counters, merge_metrics, merge_runtime, new_metrics, read_part
+from .workers import Worker
+
+
+@dataclass
+class WallResult:
+    """What :func:`ibemu.runtime.controller.run_wall` returns."""
+    scenario: Scenario
+    metrics: Metrics
+    summary: dict[str, Any]
+    events: int
+    wall_seconds: float
+    counters: dict[str, dict[str, int]]
+    runtime: dict[str, Any]                 # results.json "runtime" (merge.merge_runtime)
+    completed: bool
+    out_dir: Path | None = None
+    pcap: str | Path | None = None
+    error: str | None = None
+    credit_problems: list[str] | None = None    # credit_problems() of the workers' reports
+    integrity: dict[str, Any] | None = None     # merged PayloadCheck records (integrity=True)
+
+
+@dataclass
+class Outcome:
+    """How the run ended, for :func:`collect`."""
+    workers: Sequence[Worker]
+    wall_seconds: float
+    interrupted: bool = False
+    failed: Worker | None = None            # the worker that died
+
+    @property
+    def error(self) -> str | None:
+        if self.failed is not None:
+            return "%s %s" % (self.failed.label(), self.failed.error_text())
+        return "interrupted" if self.interrupted else None
+
+
+def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float, port_base: int,
+            pcap: str | Path | None = None, window: tuple[int, int] | None = None,
+            integrity: bool = False, out: Path | None = None) -> WallResult:
+    """Merge the workers' parts into a :class:`WallResult`; with *out*, write the output
+    folder (results.json says ``"completed": false`` when the run did not end well)."""
+    ws = outcome.workers
+    parts = [w.data or read_part(w.part) for w in ws]     # the file: a worker that died late
+    metrics = new_metrics(scn)
+    metrics.add_links(fabric.link_capacity)
+    metrics.add_flow_capacity(fabric.flow_capacity)
+    merge_metrics(metrics, [p for p in parts if p])
+    runtime = merge_runtime([(w.index, w.nodes) for w in ws], parts, dilation, port_base)
+    completed = (not outcome.interrupted and outcome.failed is None
+                 and all(p and p["completed"] for p in parts))
+    error = outcome.error
+    counters = merge_counters(parts)
+    pcap_frames = None
+    if pcap:
+        pcap_frames = merge_captures([w.pcap for w in ws], pcap)
+    t_from, t_to = window if window else (None, None)
+    summary = metrics.summary(t_from, t_to)
+    result = WallResult(scn, metrics, summary, runtime["events"], outcome.wall_seconds, counters,
+                        runtime, completed, pcap=pcap, error=error)
+    if all(p and "credits" in p for p in parts):
+        result.credit_problems = credit_problems([p["credits"] for p in parts if p])
+    if integrity:
+        result.integrity = merge_records([p.get("integrity", {}) for p in parts if p])
+    if out is not None:
+        extra = {"clock": "wall", "dilation": dilation, "workers": len(ws), "completed": completed,
+                 "lids": lids_of(fabric),
+                 "error": error, "events": runtime["events"], "runtime": runtime,
+                 "pcap": Path(pcap).name if pcap else None, "pcap_frames": pcap_frames}
+        write_outputs(metrics, scn, out, extra=extra, window=window)
+        result.out_dir = out
+    return result

@@ -1,0 +1,48 @@
+"""The runtime's commands: ``ibemu node`` and ``ibemu fidelity`` take a shipped
+scenario by name as ``ibemu run`` does, and the capture hint names a plugin file that
+exists, from inside the source tree and from outside it (issue 12 item 4)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ibemu.cli import main
+from ibemu.runtime.addrmap import read_map
+from ibemu.runtime.commands import capture_hint, resolve_scenario
+
+
+def test_node_make_map_takes_a_shipped_scenario_by_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)                       # no scenarios/ folder here
+    rc = main(["node", "quickstart", "--make-map", "map.toml"])
+    assert rc == 0
+    assert "wrote 6 port addresses" in capsys.readouterr().out
+    assert {"H1", "H2", "H3", "S"} <= {node for node, _ in read_map(tmp_path / "map.toml")}
+
+
+@pytest.mark.parametrize("command", [["node", "nosuch", "--make-map", "m.toml"], ["fidelity", "nosuch"]])
+def test_unknown_scenario_name_is_one_line_exit_2(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "nosuch: no such file, nor a shipped scenario" in err and "quickstart" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_resolve_scenario_prefers_an_existing_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quickstart").write_text("")
+    assert resolve_scenario("quickstart") == "quickstart"
+    assert resolve_scenario("missing.toml") == "missing.toml"      # loading reports it
+    (tmp_path / "quickstart").unlink()
+    assert Path(resolve_scenario("quickstart")).name == "quickstart.toml"
+
+
+def test_capture_hint_names_an_existing_plugin(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parent.parent
+    for where in (root, tmp_path):
+        monkeypatch.chdir(where)
+        hint = capture_hint("x.pcap")
+        assert hint.startswith("open the capture with: wireshark -X lua_script:") and hint.endswith(" x.pcap")
+        lua = hint.split("lua_script:", 1)[1].rsplit(" ", 1)[0]
+        assert lua.endswith("ibemu.lua") and (where / lua).is_file(), hint
