@@ -1,4 +1,4 @@
-"""From a :class:`~ibemu.config.Scenario` to wired nodes: ports, buffers, forwarding
+"""From a :class:`~ibemu.scenario.model.Scenario` to wired nodes: ports, buffers, forwarding
 tables (shortest paths, lowest port first on ties), queue pairs and generators.
 
 The result is driver-neutral: the virtual-time engine and the trio runtime both take a

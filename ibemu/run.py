@@ -1,7 +1,7 @@
 """Running a scenario on the virtual-time engine and writing its output folder.
 
 :func:`run_virtual` builds the fabric (:func:`ibemu.build.build_fabric`), drives it on
-the :class:`~ibemu.engine.VirtualEngine` to the scenario's duration, samples the port
+the :class:`~ibemu.sim.engine.VirtualEngine` to the scenario's duration, samples the port
 counters (IBA 16.1.3.5 PortCounters) along the way, and writes results.json, the CSV
 series and the plots (:func:`ibemu.results.write_outputs`).
 

@@ -3,7 +3,7 @@ draining a fabric after a run, and the credit-leak check the test suite ends eve
 virtual-clock run with.
 
 Everything here drives the fabric from outside through public operations: it runs the
-engine on (:meth:`~ibemu.engine.VirtualEngine.run`), stops the traffic, heals the links
+engine on (:meth:`~ibemu.sim.engine.VirtualEngine.run`), stops the traffic, heals the links
 and silences the recorder through the :class:`~ibemu.build.Fabric`'s own methods, and
 reads the credit state with :func:`ibemu.fabric.integrity.credit_leaks` (on every
 directed link and data VL, IBA 7.9.4: the sender's FCTBS equals the receiver's ABR, the

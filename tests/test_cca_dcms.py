@@ -1,4 +1,4 @@
-"""Seed 002 §4.2 on the DCMS testbed (ibemu.cc.cca.experiments): the claims of Figures 3
+"""Seed 002 §4.2 on the DCMS testbed (ibemu.studies.cca.experiments): the claims of Figures 3
 and 4 as relations between runs.  The runs are memoized and shared with
 tests/test_reproduce.py, which checks the figures against the paper's numbers."""
 import pytest

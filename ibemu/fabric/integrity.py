@@ -183,21 +183,3 @@ def credit_problems(states: Iterable[Mapping[str, Any]]) -> list[str]:
             problems.append("%s: %d responses not sent" % (name, ctrl))
     return problems
 
-
-# shim: removed at merge -- the settling, draining and asserting helpers moved to
-# ibemu.testing (test instrumentation, issue 12 item 7); the old names and signatures
-# (with the *injectors* argument, now ignored: the fabric heals its own links) still work.
-def settle(engine: Any, fabric: Any, injectors: object = None, periods: int = 3) -> None:  # shim: removed at merge
-    from ..testing import settle as _settle
-    _settle(engine, fabric, periods)
-
-
-def drain_and_check(engine: Any, fabric: Any, injectors: object = None,  # shim: removed at merge
-                    drain_ps: int | None = None) -> list[str]:
-    from ..testing import drain
-    return drain(engine, fabric, drain_ps)
-
-
-def assert_no_credit_leak(fabric: Any) -> None:  # shim: removed at merge
-    from ..testing import assert_no_credit_leak as _check
-    _check(fabric)
