@@ -23,13 +23,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # run from a checkout
 
-import scapy  # noqa: E402
-from scapy.packet import Raw, raw  # noqa: E402
+import scapy
+from scapy.packet import Raw, raw
 
-from ibemu.capture.erf import ErfPcapWriter  # noqa: E402
-from ibemu.layers import BTH, LRH  # noqa: E402
-from ibemu.wire import codec  # noqa: E402
-from ibemu.wire.opcodes import RC_SEND_ONLY  # noqa: E402
+from ibemu.capture.erf import ErfPcapWriter
+from ibemu.layers import BTH, LRH
+from ibemu.wire import codec
+from ibemu.wire.opcodes import RC_SEND_ONLY
 
 TARGET_RATIO = 50.0
 

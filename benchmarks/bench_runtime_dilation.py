@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ibemu.errors import UserError  # noqa: E402
-from ibemu.run import run_virtual  # noqa: E402
-from ibemu.runtime.fidelity import compare  # noqa: E402
-from ibemu.scenario.builders import santos_fig1  # noqa: E402
+from ibemu.errors import UserError
+from ibemu.run import run_virtual
+from ibemu.runtime.fidelity import compare
+from ibemu.scenario.builders import santos_fig1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

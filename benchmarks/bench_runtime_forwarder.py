@@ -35,9 +35,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ibemu.runtime.controller import run_wall  # noqa: E402
-from ibemu.runtime.worker import raise_priority  # noqa: E402
-from ibemu.scenario.builders import santos_fig1  # noqa: E402
+from ibemu.runtime.controller import run_wall
+from ibemu.runtime.worker import raise_priority
+from ibemu.scenario.builders import santos_fig1
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:

@@ -30,12 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ibemu.fabric.faults import FaultSpec, LinkFaults  # noqa: E402
-from ibemu.resources import scenario_source  # noqa: E402
-from ibemu.runtime.controller import run_wall  # noqa: E402
-from ibemu.runtime.report import format_runtime_line  # noqa: E402
-from ibemu.scenario import load_scenario  # noqa: E402
-from ibemu.units import PS_PER_S  # noqa: E402
+from ibemu.fabric.faults import FaultSpec, LinkFaults
+from ibemu.resources import scenario_source
+from ibemu.runtime.controller import run_wall
+from ibemu.runtime.report import format_runtime_line
+from ibemu.scenario import load_scenario
+from ibemu.units import PS_PER_S
 
 
 def rss_kib(pid: int) -> int | None:

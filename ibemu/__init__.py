@@ -105,13 +105,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:                       # the same names, eagerly, for type checkers and IDEs
-    from .units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, ib_rate
-    from .fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams, VLArbTable
-    from .scenario.model import HCASpec, LinkSpec, OutputSpec, Scenario, SwitchSpec
     from .errors import UserError
+    from .fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams, VLArbTable
     from .results import Results, format_summary_table, jain_index, load_results, read_series, read_traces
     from .run import RunResult, run_virtual
     from .runtime.controller import WallResult, run_wall
     from .scenario import ScenarioError, apply_overrides, load_scenario, scenario_from_dict
     from .scenario.builders import quickstart, santos_fig1
-    from .units import parse_rate, parse_size, parse_time
+    from .scenario.model import HCASpec, LinkSpec, OutputSpec, Scenario, SwitchSpec
+    from .units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US, ib_rate, parse_rate, parse_size, parse_time

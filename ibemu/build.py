@@ -9,18 +9,18 @@ from __future__ import annotations
 from collections import deque
 
 from .cc import install, node_class
-from .scenario.model import Scenario
+from .errors import UserError
 from .fabric.credits import MAX_CAPACITY_BLOCKS, blocks_of
-from .fabric.hca import HCA
+from .fabric.faults import make_injectors
 from .fabric.network import Fabric
 from .fabric.node import Node, Port
+from .fabric.pkey import PKeyTable
 from .fabric.qp import RCRequester, RCResponder, UDReceiver, UDSender
 from .fabric.recorder import Recorder
 from .fabric.switch import Switch
 from .fabric.traffic import make_generator
-from .errors import UserError
-
-from .wire.layout import MAX_HEADERS      # LRH, BTH, RETH, ICRC, VCRC
+from .scenario.model import Scenario
+from .wire.layout import MAX_HEADERS  # LRH, BTH, RETH, ICRC, VCRC
 
 
 def _assign_ports(scn: Scenario):
@@ -81,10 +81,9 @@ def _lfts(scn: Scenario, adj, sw_lids: dict[str, int]) -> dict[str, dict[int, in
 
 def _partitions(scn: Scenario, nodes) -> None:
     """P_Key tables of switch ports with inbound enforcement (HCAs build theirs)."""
-    from .fabric.pkey import PKeyTable
     for s in scn.switches:
         p = s.params
-        if getattr(p, "enforce_pkeys", False):
+        if p.enforce_pkeys:
             sw = nodes[s.name]
             for idx in sw.ports:
                 sw.pkey_tables[idx] = PKeyTable(p.port_pkeys.get(idx, p.pkeys))
@@ -177,6 +176,5 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         fabric.qps[flow.name] = (snd, rcv)
     install(fabric, scn.cc, scn.seed, scn.output.bin)
     _partitions(scn, nodes)
-    from .fabric.faults import make_injectors
-    fabric.injectors = make_injectors(fabric, getattr(scn, "faults", None), scn.seed)
+    fabric.injectors = make_injectors(fabric, scn.faults, scn.seed)
     return fabric

@@ -26,11 +26,11 @@ import time
 from collections import Counter
 
 from .build import build_fabric
-from .units import PS_PER_US
+from .fabric.hca import HCA
 from .fabric.params import FlowSpec
 from .scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from .sim.engine import VirtualEngine
-from .fabric.hca import HCA
+from .units import PS_PER_US
 from .wire.crc import icrc, lpcrc, vcrc
 
 MUTATIONS = ("truncate", "extend", "pktlen", "opcode", "vcrc", "icrc", "vl", "lnh", "garbage",

@@ -21,7 +21,8 @@ from __future__ import annotations
 import struct
 
 from .errors import UserError
-from .perfquery import format_counters
+from .fabric.mad_agent import MADAgent
+from .perfquery import field_line, format_counters
 from .wire import mad as M
 
 OPS = {"SS": "SwitchCongestionSetting", "SP": "SwitchPortCongestionSetting",
@@ -107,7 +108,6 @@ def cc_set(op: str, args: list[str], cc_key: int = 0) -> bytes:
 def cc_text(resp: bytes, port: int | None = None) -> str:
     """The attribute a CC GetResp carries, one ``Name:....value`` line per field
     (for SwitchPortCongestionSetting only *port*'s element, when given)."""
-    from .perfquery import field_line
     mad = M.parse_mad(resp)
     if mad.status:
         return "# %s: MAD status 0x%04x (rejected)" % (mad.attribute_name, mad.status)
@@ -148,7 +148,6 @@ class ManagementClient:
         hca = self.hca
         frame = M.build_mad_packet(dlid, hca.lid, set_tid(mad, tid))
         if dlid == hca.lid:
-            from .fabric.mad_agent import MADAgent
             reply = MADAgent(hca).handle(frame, now)
             if reply is not None:
                 self.on_response(tid, M.mad_of(reply))

@@ -84,7 +84,8 @@ def from_run(out_dir, target: str, port: int | None, extended: bool = False) -> 
         node = by_lid[int(target)]
     mine = sorted(int(k.rsplit(":", 1)[1]) for k in ports if k.rsplit(":", 1)[0] == node)
     if not mine:
-        raise UserError("no node %r in this run (nodes: %s)" % (node, ", ".join(sorted({k.rsplit(":", 1)[0] for k in ports}))))
+        known = ", ".join(sorted({k.rsplit(":", 1)[0] for k in ports}))
+        raise UserError("no node %r in this run (nodes: %s)" % (node, known))
     if port is None:
         port = mine[0]
     if port not in mine:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .units import PS_PER_MS
 from .scenario.model import Scenario
+from .units import PS_PER_MS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as FigureType
@@ -29,7 +29,7 @@ def _pick_links(metrics: Metrics, wanted: list[str]) -> list[str]:
     if wanted:
         missing = [lbl for lbl in wanted if not metrics.has_link(lbl)]
         if missing:
-            warnings.warn("plot_links not in the fabric: %s" % ", ".join(missing))
+            warnings.warn("plot_links not in the fabric: %s" % ", ".join(missing), stacklevel=2)
         return [lbl for lbl in wanted if metrics.has_link(lbl)]
     sent = [metrics.link_totals(name)[0] for name in names]          # all bytes of each link
     busy = sorted(range(len(names)), key=lambda i: (-sent[i], i))
@@ -41,7 +41,7 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
              flow_cols: dict[str, np.ndarray], group_cols: dict[str, np.ndarray]) -> None:
     """throughput.png (the chosen links' data utilization and the groups' rates, else
     the first flows') and, when there are more links, links.png (every link)."""
-    from matplotlib.figure import Figure     # no pyplot: no global backend state
+    from matplotlib.figure import Figure  # no pyplot: no global backend state
 
     styles = ["-", "--", "-.", ":"]
     links = _pick_links(metrics, list(scenario.output.plot_links))
@@ -49,7 +49,7 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
     if wanted_groups:
         missing = [g for g in wanted_groups if g not in group_cols]
         if missing:
-            warnings.warn("plot_groups not among the flow groups: %s" % ", ".join(missing))
+            warnings.warn("plot_groups not among the flow groups: %s" % ", ".join(missing), stacklevel=2)
         curves = [(g, group_cols[g]) for g in wanted_groups if g in group_cols]
     elif group_cols:
         curves = list(group_cols.items())

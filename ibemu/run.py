@@ -21,14 +21,14 @@ from typing import Any
 
 from .build import Fabric, build_fabric
 from .capture.erf import ErfPcapWriter
-from .units import PS_PER_MS
-from .scenario.model import Scenario
-from .sim.engine import VirtualEngine
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
+from .scenario.model import Scenario
+from .sim.engine import VirtualEngine
+from .units import PS_PER_MS
+from .wire.layout import PACKET_OVERHEAD as WIRE_OVERHEAD  # LRH, BTH, ICRC, VCRC of a SEND packet
 
-from .wire.layout import PACKET_OVERHEAD as WIRE_OVERHEAD     # LRH, BTH, ICRC, VCRC of a SEND packet
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
 
 

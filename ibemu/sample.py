@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from .capture.erf import ErfPcapWriter
 from .wire import opcodes as op
 from .wire.codec import build
 from .wire.linkpkt import OP_INIT, OP_NORMAL, build_link
@@ -41,7 +42,6 @@ def sample_frames():
 
 def write_sample(path, start_ns: int = 1_000, gap_ns: int = 2_068) -> list:
     """Write the sample as an ERF capture, frames *gap_ns* apart; return the sample."""
-    from .capture.erf import ErfPcapWriter
     frames = sample_frames()
     with ErfPcapWriter(path) as w:
         for i, (_, link, frame) in enumerate(frames):

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .build import Fabric
-from .units import PS_PER_MS
-from .sim.engine import VirtualEngine
 from .fabric.integrity import credit_leaks
 from .fabric.recorder import Recorder
 from .run import RunContext, observers
+from .sim.engine import VirtualEngine
+from .units import PS_PER_MS
 
 DRAIN_PS = 50 * PS_PER_MS
 """How long :func:`drain` lets a fabric run at most before it reports what is left."""

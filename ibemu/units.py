@@ -42,7 +42,7 @@ def ib_rate(name: str) -> int:
     width, _, speed = key.partition("_")
     if width not in WIDTHS or speed not in LANE_DATA_BPS:
         raise ValueError("unknown link rate %r (expected e.g. 4x_sdr, 1x_qdr, 12x_edr)" % name)
-    return int(round(WIDTHS[width] * LANE_DATA_BPS[speed] / 8))
+    return round(WIDTHS[width] * LANE_DATA_BPS[speed] / 8)
 
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -151,7 +151,7 @@ def parse_rate(v: Any) -> int:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if v <= 0:
             raise ValueError("must be positive, got %r" % v)
-        return int(round(v))
+        return round(v)
     if not isinstance(v, str):
         raise ValueError("expected a rate such as '4x_sdr', '8Gb/s' or bytes/s, got %s" % describe(v))
     if _IB_NAME.match(v):

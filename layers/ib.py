@@ -12,12 +12,26 @@ from __future__ import annotations
 
 import struct
 
-from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, FCSField,
-                          IntField, IP6Field, LongField, ShortField, X3BytesField,
-                          ThreeBytesField, XIntField, XLongField, XShortField)
+from scapy.fields import (
+    BitEnumField,
+    BitField,
+    ByteEnumField,
+    ByteField,
+    FCSField,
+    IntField,
+    IP6Field,
+    LongField,
+    ShortField,
+    ThreeBytesField,
+    X3BytesField,
+    XIntField,
+    XLongField,
+    XShortField,
+)
 from scapy.packet import Packet, Raw, bind_layers
 
-from ibemu.wire.crc import icrc as _icrc, vcrc as _vcrc
+from ibemu.wire.crc import icrc as _icrc
+from ibemu.wire.crc import vcrc as _vcrc
 from ibemu.wire.opcodes import OPCODES, opcode_name
 from ibemu.wire.summary import aeth_text as aeth_syndrome_text
 

@@ -9,10 +9,23 @@ BTH's DestQP is 0 or 1.  These layers are the reference the codec in
 """
 from __future__ import annotations
 
-from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, IntField,
-                          LongField, PacketListField, ShortField, StrFixedLenField,
-                          X3BytesField, XByteField, XIntField, XLongField, XShortEnumField,
-                          XShortField)
+from scapy.fields import (
+    BitEnumField,
+    BitField,
+    ByteEnumField,
+    ByteField,
+    IntField,
+    LongField,
+    PacketListField,
+    ShortField,
+    StrFixedLenField,
+    X3BytesField,
+    XByteField,
+    XIntField,
+    XLongField,
+    XShortEnumField,
+    XShortField,
+)
 from scapy.packet import Packet, Raw, bind_layers
 
 ATTR_LEN = 192

@@ -10,9 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ibemu.capture.erf import (ERF_TYPE_INFINIBAND, ERF_TYPE_INFINIBAND_LINK, LINKTYPE_ERF,
-                               PCAP_MAGIC_NS, CaptureError, ErfPcapWriter, erf_time_ns,
-                               erf_timestamp, read_erf_pcap)
+from ibemu.capture.erf import (
+    ERF_TYPE_INFINIBAND,
+    ERF_TYPE_INFINIBAND_LINK,
+    LINKTYPE_ERF,
+    PCAP_MAGIC_NS,
+    CaptureError,
+    ErfPcapWriter,
+    erf_time_ns,
+    erf_timestamp,
+    read_erf_pcap,
+)
 from ibemu.cli import main
 from ibemu.decode import frame_matches
 from ibemu.sample import sample_frames

@@ -9,9 +9,9 @@ import pytest
 
 from ibemu.cc.cca.opensm import OpenSMError, parse_opensm
 from ibemu.cc.cca.settings import default_cct
-from ibemu.studies.cca.testbed import dcms_testbed
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario, scenario_from_dict
+from ibemu.studies.cca.testbed import dcms_testbed
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent

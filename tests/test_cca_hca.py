@@ -4,13 +4,13 @@ Trigger_Threshold events (REFERENCE.md "IBA Congestion Control Annex")."""
 from __future__ import annotations
 
 import pytest
+from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, run, take
 
 from ibemu.cc.cca.hca import CCAResponse
 from ibemu.cc.cca.settings import CASetting, cct_delay, default_cct
-from ibemu.units import PS_PER_US
 from ibemu.fabric.params import FlowSpec
 from ibemu.fabric.recorder import Recorder
-from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, run, take
+from ibemu.units import PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 

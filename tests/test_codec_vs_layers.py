@@ -25,8 +25,7 @@ from ibemu.layers import BTH, EXT_LAYERS, GRH, LRH, IBEmu, IBLink
 from ibemu.wire import codec
 from ibemu.wire.linkpkt import build_link, link_crc_ok, parse_link
 from ibemu.wire.opcodes import OPCODES
-from ibemu.wire.shim import (DEFAULT_PORT_BASE, KIND_LINK, KIND_PACKET, SHIM_LEN, pack_shim,
-                             unpack_shim)
+from ibemu.wire.shim import DEFAULT_PORT_BASE, KIND_LINK, KIND_PACKET, SHIM_LEN, pack_shim, unpack_shim
 
 ALL_OPCODES = sorted(OPCODES)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import csv
 import json
 
-from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.fabric.counters import TICK_BYTES, PortCounters
 from ibemu.run import run_virtual
 from ibemu.scenario.builders import santos_fig1
+from ibemu.units import PS_PER_MS
 
 RATE = 10**9                                    # 4X SDR data rate, bytes/s
 

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from ibemu.wire import codec, crc
 from ibemu.wire.linkpkt import build_link
 
-
 # ----------------------------------------------------------------- reference CRCs
 
 def ref_crc16_reflected(data: bytes) -> int:

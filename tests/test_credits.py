@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ibemu.fabric.credits import (BLOCK, HALF, MAX_CAPACITY_BLOCKS, MOD, CreditRx, CreditTx,
-                                  blocks_of)
-
+from ibemu.fabric.credits import BLOCK, HALF, MAX_CAPACITY_BLOCKS, MOD, CreditRx, CreditTx, blocks_of
 
 # ----------------------------------------------------------------- blocks_of
 

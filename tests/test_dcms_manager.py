@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.studies.dcms.testbed import experiment2, experiment2_dict
-from ibemu.units import PS_PER_MS
-from ibemu.sim.engine import VirtualEngine
 from ibemu.errors import UserError
 from ibemu.fabric.recorder import Recorder
 from ibemu.scenario import scenario_from_dict
+from ibemu.sim.engine import VirtualEngine
+from ibemu.studies.dcms.testbed import experiment2, experiment2_dict
+from ibemu.units import PS_PER_MS
 
 
 class Rec(Recorder):

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.units import PS_PER_MS, PS_PER_US
+from ibemu.fabric.faults import DuplicateFilter, FaultSpec, LinkFaultInjector, LinkFaults, engine_faults
+from ibemu.fabric.integrity import attach, credit_leaks, verify
 from ibemu.fabric.params import FlowSpec, HCAParams, LinkParams
 from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from ibemu.sim.engine import VirtualEngine
-from ibemu.fabric.faults import (DuplicateFilter, FaultSpec, LinkFaultInjector, LinkFaults,
-                                 engine_faults)
 from ibemu.testing import assert_no_credit_leak, settle
-from ibemu.fabric.integrity import attach, credit_leaks, verify
+from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 
@@ -335,10 +334,10 @@ def test_after_run_check_drains_the_fabric_and_catches_a_leak(monkeypatch):
     """The check every test run ends with (ibemu.testing, registered by tests/conftest.py): a
     greedy, congested run drains clean once traffic stops; a credit taken away is found."""
     from ibemu.build import build_fabric
-    from ibemu.sim.engine import VirtualEngine
-    from ibemu.testing import drain
     from ibemu.fabric.recorder import Recorder
     from ibemu.scenario.builders import santos_fig1
+    from ibemu.sim.engine import VirtualEngine
+    from ibemu.testing import drain
     scn = santos_fig1(L=3, R=1, buffer_packets=4, duration_ms=2, victim=None, name="leak")
     fab = build_fabric(scn, Recorder())
     eng = VirtualEngine(fab.nodes.values(), fab.wiring)

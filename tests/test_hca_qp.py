@@ -12,13 +12,13 @@ import statistics
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.fabric.params import FlowSpec, HCAParams
-from ibemu.scenario.model import HCASpec, LinkSpec, Scenario
-from ibemu.sim.engine import VirtualEngine
 from ibemu.fabric.qp import ACK_SYNDROME, NAK_PSN_SEQ, payload_len, wire_size
 from ibemu.fabric.recorder import Recorder
 from ibemu.fabric.traffic import INF, Greedy, Messages, OnOff, make_generator
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario
+from ibemu.sim.engine import VirtualEngine
+from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 from ibemu.wire.linkpkt import OP_INIT, build_link

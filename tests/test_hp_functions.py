@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ibemu.cc.hp.functions import FIMD, LIPD, AIMD, RateTable, WindowTable, ipd_rate, make_function
+from ibemu.cc.hp.functions import AIMD, FIMD, LIPD, RateTable, WindowTable, ipd_rate, make_function
 
 NAMES = ["fimd", "lipd", "aimd"]
 RMIN = 1 / 256

@@ -4,18 +4,18 @@ CWND, OUTS, CIPD, RPI, APSN, RWL and the update rules of seed 000 §5.1.2–5.1.
 from __future__ import annotations
 
 import pytest
+from test_hca_qp import A_LID, B_LID, T, ack_frame, credit, data, run, take
 
 from ibemu.build import build_fabric
 from ibemu.cc import CCSpec
 from ibemu.cc.hp.config import HPSpec
 from ibemu.cc.hp.response import OTHER, RATE, WINDOW, HPResponse
-from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.fabric.params import FlowSpec, HCAParams
-from ibemu.scenario.model import HCASpec, LinkSpec, Scenario
 from ibemu.fabric.recorder import Recorder
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario
+from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
-from test_hca_qp import A_LID, B_LID, T, ack_frame, credit, data, run, take
 
 
 def pair_hp(flow, spec=None, a_params=None, flows=None):

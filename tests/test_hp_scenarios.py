@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ibemu.units import PS_PER_MS
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario, scenario_from_dict
+from ibemu.units import PS_PER_MS
 
 SCEN = Path(__file__).resolve().parent.parent / "scenarios"
 

@@ -9,10 +9,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ibemu.capture.erf import ErfPcapWriter
-from ibemu.layers import (BTH, CCMgt, CACongestionEntry, CACongestionSetting, CCTEntry,
-                          CongestionControlTable, LRH, MAD, PerfMgt, PortCounters,
-                          PortCountersExtended, SwitchCongestionSetting, SwitchPortCongestionElement,
-                          SwitchPortCongestionSetting)
+from ibemu.layers import (
+    BTH,
+    LRH,
+    MAD,
+    CACongestionEntry,
+    CACongestionSetting,
+    CCMgt,
+    CCTEntry,
+    CongestionControlTable,
+    PerfMgt,
+    PortCounters,
+    PortCountersExtended,
+    SwitchCongestionSetting,
+    SwitchPortCongestionElement,
+    SwitchPortCongestionSetting,
+)
 from ibemu.wire import mad as M
 from ibemu.wire.codec import icrc_ok, parse, vcrc_ok
 

@@ -5,10 +5,10 @@ getting through a link without credits."""
 from __future__ import annotations
 
 from ibemu.build import build_fabric
+from ibemu.fabric.credits import CreditTx
+from ibemu.sim.engine import VirtualEngine
 from ibemu.studies.cca.testbed import dcms_testbed
 from ibemu.units import PS_PER_US
-from ibemu.sim.engine import VirtualEngine
-from ibemu.fabric.credits import CreditTx
 from ibemu.wire import mad as M
 from ibemu.wire.codec import parse
 

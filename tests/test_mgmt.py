@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.studies.cca.testbed import dcms_testbed
-from ibemu.units import PS_PER_US
-from ibemu.sim.engine import VirtualEngine
 from ibemu.errors import UserError
 from ibemu.mgmt import ManagementClient, cc_set, cc_text, perf_get, perf_text
+from ibemu.sim.engine import VirtualEngine
+from ibemu.studies.cca.testbed import dcms_testbed
+from ibemu.units import PS_PER_US
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE = re.compile(r"^([A-Za-z0-9]+):(\.*)(\S+)$")

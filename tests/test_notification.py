@@ -3,11 +3,12 @@ forced ACKs for marked packets, CNPs for marked UD packets and ACKs, and the
 source-side CC hooks (seed 000 §3; IBA A10 as in REFERENCE.md)."""
 from __future__ import annotations
 
-from ibemu.units import PS_PER_US
+from test_hca_qp import A_LID, B_LID, ack_frame, credit, pair, run, take
+
 from ibemu.fabric.params import FlowSpec, HCAParams
+from ibemu.units import PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
-from test_hca_qp import A_LID, B_LID, ack_frame, credit, pair, run, take
 
 
 def data_frame(snd, psn, fecn, ackreq=0, opcode=OP.RC_SEND_ONLY, ext=None):

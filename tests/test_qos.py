@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ibemu.units import PS_PER_MS
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario
+from ibemu.units import PS_PER_MS
 
 SCEN = Path(__file__).parent.parent / "scenarios"
 FIG7_LOW = [(2, 8), (3, 8), (2, 8), (4, 4), (5, 4), (2, 8), (7, 4), (6, 4)]

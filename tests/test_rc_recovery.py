@@ -3,13 +3,14 @@ at the requester on a NAK, a READ-response hole or the local ACK timeout, the re
 count and the QP error state.  Nodes are driven by hand as in test_hca_qp.py."""
 from __future__ import annotations
 
-from ibemu.units import PS_PER_US
+from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, parsed, run, take
+
 from ibemu.fabric.params import FlowSpec, HCAParams
 from ibemu.fabric.qp import ACK_SYNDROME, NAK_PSN_SEQ
 from ibemu.fabric.recorder import Recorder
+from ibemu.units import PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
-from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, parsed, run, take
 
 TIMEOUT = 50 * PS_PER_US
 
@@ -219,13 +220,14 @@ def test_second_nak_for_the_same_psn_during_a_retry_is_ignored():
 def test_recovery_across_the_psn_wrap():
     """PSNs wrap at 2^24: go-back-N, duplicate detection and READ re-execution keep
     working across it (the fault matrix with every QP starting 40 PSNs before the wrap)."""
-    from ibemu.build import build_fabric
-    from ibemu.units import PS_PER_MS
-    from ibemu.sim.engine import VirtualEngine
-    from ibemu.fabric.faults import engine_faults
-    from ibemu.testing import assert_no_credit_leak, settle
-    from ibemu.fabric.integrity import attach, verify
     from test_faults import MATRIX, fault_matrix_scenario
+
+    from ibemu.build import build_fabric
+    from ibemu.fabric.faults import engine_faults
+    from ibemu.fabric.integrity import attach, verify
+    from ibemu.sim.engine import VirtualEngine
+    from ibemu.testing import assert_no_credit_leak, settle
+    from ibemu.units import PS_PER_MS
     scn = fault_matrix_scenario(MATRIX, count=25, seed=11)
     fab = build_fabric(scn)
     start = (1 << 24) - 40

@@ -4,11 +4,10 @@ import json
 import numpy as np
 import pytest
 
-from ibemu.units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US
 from ibemu.fabric.params import FlowSpec
+from ibemu.results import Metrics, Progress, format_summary_table, jain_index, sliding_rate, write_outputs
 from ibemu.scenario.model import HCASpec, LinkSpec, OutputSpec, Scenario, SwitchSpec
-from ibemu.results import (Metrics, Progress, format_summary_table, jain_index, sliding_rate,
-                           write_outputs)
+from ibemu.units import PS_PER_MS, PS_PER_NS, PS_PER_S, PS_PER_US
 
 GBS = 1_000_000_000          # 1 GB/s (seed 003 Table 1)
 PKT = 2068                   # 20-byte header + 2048 payload
@@ -335,9 +334,9 @@ def test_progress_shows_emulated_ms_on_a_tty():
 
 
 def test_traces_and_events_go_to_results_csv_and_plot(tmp_path):
-    from ibemu.units import PS_PER_MS
-    from ibemu.scenario.model import OutputSpec, Scenario
     from ibemu.results import Metrics, write_outputs
+    from ibemu.scenario.model import OutputSpec, Scenario
+    from ibemu.units import PS_PER_MS
     m = Metrics(10 * PS_PER_MS, PS_PER_MS // 10, {}, {}, {})
     m.trace("CCTI", "f1", 0, 0)
     m.trace("CCTI", "f1", 2 * PS_PER_MS, 4)

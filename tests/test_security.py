@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from ibemu.build import build_fabric
-from ibemu.units import PS_PER_MS
+from ibemu.fabric.integrity import attach, verify
 from ibemu.fabric.params import FlowSpec, HCAParams, SwitchParams
+from ibemu.fabric.pkey import PKeyTable, pkey_match
+from ibemu.scenario import ScenarioError, load_scenario
 from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from ibemu.sim.engine import VirtualEngine
 from ibemu.testing import assert_no_credit_leak, settle
-from ibemu.fabric.integrity import attach, verify
-from ibemu.fabric.pkey import PKeyTable, pkey_match
-from ibemu.scenario import ScenarioError, load_scenario
+from ibemu.units import PS_PER_MS
 
 
 def test_pkey_matching_rule():

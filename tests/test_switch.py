@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from ibemu.units import PS_PER_NS, PS_PER_US
-from ibemu.fabric.params import SwitchParams, VLArbTable
 from ibemu.fabric.credits import blocks_of
 from ibemu.fabric.node import Port
+from ibemu.fabric.params import SwitchParams, VLArbTable
 from ibemu.fabric.switch import Switch
+from ibemu.units import PS_PER_NS, PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 from ibemu.wire.linkpkt import OP_INIT, OP_NORMAL, build_link, link_crc_ok, parse_link

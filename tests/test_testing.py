@@ -7,13 +7,13 @@ import pytest
 
 import ibemu.run
 from ibemu.build import build_fabric
-from ibemu.units import PS_PER_MS
-from ibemu.sim.engine import VirtualEngine
 from ibemu.fabric.faults import engine_faults
 from ibemu.fabric.recorder import Recorder
 from ibemu.run import RunContext, run_virtual
-from ibemu.testing import CreditLeak, assert_no_credit_leak, check_after_run, check_every_run, drain, settle
 from ibemu.scenario.builders import quickstart, santos_fig1
+from ibemu.sim.engine import VirtualEngine
+from ibemu.testing import CreditLeak, assert_no_credit_leak, check_after_run, check_every_run, drain, settle
+from ibemu.units import PS_PER_MS
 
 
 def _congested() -> tuple[VirtualEngine, ibemu.build.Fabric]:

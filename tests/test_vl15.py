@@ -1,6 +1,6 @@
 """VL15 (management) is not flow controlled and has priority (seed 004 "Virtual Lanes")."""
-from ibemu.fabric.params import SwitchParams
 from ibemu.fabric.node import Port
+from ibemu.fabric.params import SwitchParams
 from ibemu.fabric.switch import Switch
 from ibemu.wire.codec import build
 from ibemu.wire.linkpkt import build_link

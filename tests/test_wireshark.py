@@ -323,6 +323,7 @@ def test_plugin_udp_decode_as_and_rejects_others(run_tshark, tmp_path):
 def test_scapy_dissects_udp_capture(udp_sample):
     from scapy.layers.inet import IP, UDP
     from scapy.utils import rdpcap
+
     from ibemu.layers import BTH, GRH, LRH, IBEmu, IBLink
     pcap, sample = udp_sample
     pkts = rdpcap(str(pcap))

@@ -133,7 +133,7 @@ def read_erf_pcap(path: StrPath) -> Iterator[tuple[int, bool, bytes]]:
         if incl < ERF_HDR_LEN:
             raise CaptureError("%s: record %d is too short for an ERF header" % (path, index))
         ts, rtype, _flags = struct.unpack_from("<QBB", data, off)
-        rlen, _, wlen = _ERF_TAIL.unpack_from(data, off + 10)
+        _rlen, _, wlen = _ERF_TAIL.unpack_from(data, off + 10)
         frame = data[off + ERF_HDR_LEN: off + min(incl, ERF_HDR_LEN + wlen)]
         rtype &= 0x7F
         if rtype not in (ERF_TYPE_INFINIBAND, ERF_TYPE_INFINIBAND_LINK):

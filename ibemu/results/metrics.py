@@ -18,8 +18,8 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-from ..units import PS_PER_MS
 from ..fabric.recorder import Recorder
+from ..units import PS_PER_MS
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
 

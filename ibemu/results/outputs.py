@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..atomic import atomic_open, atomic_write_text
-from ..units import PS_PER_MS
 from ..scenario.model import Scenario
+from ..units import PS_PER_MS
 from .metrics import Metrics
 
 PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
@@ -141,7 +141,7 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     _write_csv(out / "links.csv", times, cols)
 
     if scenario.output.plots:
-        from ..plots import plot_run, plot_traces      # matplotlib: imported only to plot
+        from ..plots import plot_run, plot_traces  # matplotlib: imported only to plot
         plot_run(metrics, scenario, out, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
         if metrics.traces:
             plot_traces(metrics, scenario, out)

@@ -22,7 +22,7 @@ class Progress:
         self._next: float = math.inf                      # next emulated time worth a redraw
         self._step = 0
         if enabled and self.total_ps > 0 and callable(isatty) and isatty():
-            from tqdm import tqdm                         # imported only when a bar is drawn
+            from tqdm import tqdm  # imported only when a bar is drawn
             self._bar = tqdm(total=self.total_ps / PS_PER_MS, file=stream, unit="ms", leave=False,
                              desc="emulated", dynamic_ncols=True,
                              bar_format="{desc} {n:.2f}/{total:.2f} ms {percentage:3.0f}%|{bar}| "

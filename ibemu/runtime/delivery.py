@@ -154,7 +154,7 @@ class SocketPorts:
         except BaseException:
             self.close()
             raise
-        for (node, port), (peer, pport, prop) in wiring.items():
+        for (node, port), (peer, pport, _) in wiring.items():
             if node in local and peer in local:
                 self.ports[node][port].local_peer = self.ports[peer][pport]
         self._buf = bytearray(65536)

@@ -126,7 +126,7 @@ def run(bind: tuple[str, int], to: tuple[str, int], *, dlid: int, slid: int, per
         sock.settimeout(wait)
         try:
             sock.recvfrom(65536)                # the peer port's first flow-control packet
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError("no datagram from %s:%d within %.0f s" % (*to, wait)) from None
         sock.setblocking(False)
         plan = [k for k in kinds for _ in range(per_kind)]

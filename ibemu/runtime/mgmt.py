@@ -172,7 +172,7 @@ def ask(run_dir: str | Path, dlid: int, mad: bytes, via: str | None = None, time
                 me.settimeout(max(0.01, end - time.monotonic()))
                 try:
                     reply = json.loads(me.recv(65536))
-                except socket.timeout:
+                except TimeoutError:
                     raise UserError("no answer from LID %d within %.0f s (is the run still going? "
                                     "a wrong LID gets no answer)" % (dlid, timeout)) from None
             if reply.get("error") == NOT_STARTED and time.monotonic() < end:

@@ -200,7 +200,8 @@ def apply_template(ctx: Checker, raw: dict[str, Any]) -> dict[str, Any]:
         gen, normalized, supersedes = expand_template(tname, params)
     except TemplateParamError as e:
         if e.key is None:
-            raise ctx.err("template.name", "unknown template %r (known: %s)" % (tname, ", ".join(template_names())))
+            raise ctx.err("template.name",
+                          "unknown template %r (known: %s)" % (tname, ", ".join(template_names()))) from None
         raise ctx.err(join("template", e.key), e.reason) from None
     for param, keys in supersedes.items():
         node: Any = raw

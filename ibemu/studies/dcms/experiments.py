@@ -82,7 +82,7 @@ def _run_exp2(scenario: int, duration_s: float, **kw: Any) -> dict[str, Any]:
 
 def mean(run: dict[str, Any], flows: Iterable[str], t0_s: float, t1_s: float) -> float:
     """Mean throughput (fraction of SDR) of the sum of *flows* over [t0, t1) paper s."""
-    a, b = int(round(t0_s / run["bin_s"])), int(round(t1_s / run["bin_s"]))
+    a, b = round(t0_s / run["bin_s"]), round(t1_s / run["bin_s"])
     s = sum(run["wire"][f] for f in flows)
     return float(np.mean(s[a:b])) if b > a else float("nan")
 

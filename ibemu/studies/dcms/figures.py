@@ -42,7 +42,7 @@ def plot_exp2(run: dict[str, Any], scenario: int, path: Path) -> None:
     ax2.plot(ct, c["C_S2_23"], label="PortXmitTimeCong (S2, 23): fraction of time")
     ax2.plot(ct, c["W_S1_15"], label="PortXmitWait (S1, 15): fraction of time")
     ax2.plot(ct, c["D_S1_15"], label="PortXmitData (S1, 15): fraction of SDR")
-    for x, text in run["decisions"]:
+    for x, _text in run["decisions"]:
         for ax in (ax1, ax2):
             ax.axvline(x, color="grey", linewidth=0.6, linestyle=":")
     ax2.set_xlabel("time (paper s; 1 s = 1 ms emulated)")
