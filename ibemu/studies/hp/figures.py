@@ -3,8 +3,9 @@ comparison on Figures 2–3's scenario, and the non-compliant CA scenario.
 
 Each ``run_*(out_dir, full, cache)`` (a :data:`~ibemu.studies.reproduction.Runner`) runs
 a CI-sized version by default (shorter runs, fewer points, a few seconds to ~30 s) or
-the paper's sweep with *full*, and returns its measurements as {metric: value}; plots and the values (JSON) go to *out_dir*.  Only the
-paper's words appear here (plot titles); the accepted ranges live in :mod:`.reproduce`.
+the paper's sweep with *full*, and returns its measurements as {metric: value}; plots
+and the values (JSON) go to *out_dir*.  Only the paper's words appear here (plot
+titles); the accepted ranges live in :mod:`.reproduce`.
 """
 from __future__ import annotations
 
