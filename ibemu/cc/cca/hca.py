@@ -18,16 +18,24 @@ link, Tp / (Tp + delay)) per flow (per QP) or per ``hca:SL<n>`` (per SL), on cha
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...fabric.qp import FlowSource
 from ...wire.layout import PACKET_OVERHEAD
 from .settings import TIMER_UNIT_PS, CASetting, cct_delay
+
+if TYPE_CHECKING:
+    from ...fabric.hca import HCA
+    from ...fabric.node import Port
+    from ...fabric.qp import SenderBase
+    from ...fabric.recorder import Recorder
 
 
 class CCTIState:
     """One CCTI: a QP's or an SL's."""
     __slots__ = ("value", "sl", "key", "delay")
 
-    def __init__(self, sl: int, key: str, delay: int):
+    def __init__(self, sl: int, key: str, delay: int) -> None:
         self.value = 0
         self.sl = sl
         self.key = key
@@ -35,21 +43,25 @@ class CCTIState:
 
 
 class CCAResponse:
-    """``qp.cc`` for every sending QP of one HCA (hooks: ibemu.cc)."""
+    """``qp.cc`` for every sending QP of one HCA (a :class:`~ibemu.fabric.hooks.SourceResponse`)."""
 
-    def __init__(self, hca, ca: CASetting, recorder=None):
+    def __init__(self, hca: HCA, ca: CASetting, recorder: Recorder | None = None) -> None:
+        port = hca.port
+        if port is None:
+            raise ValueError("HCA %s has no port" % hca.name)
         self.hca = hca
+        self.port: Port = port                      # the HCA's link (its QPs' tx_time)
         self.ca = ca
         self.recorder = recorder
-        self.max_packet_time = hca.port.tx_time(hca.mtu + PACKET_OVERHEAD)
+        self.max_packet_time = port.tx_time(hca.mtu + PACKET_OVERHEAD)
         self.delays = [cct_delay(e, self.max_packet_time) for e in ca.CCT]
         self.limit = ca.limit()
         self.per_sl = ca.Port_Control == "sl"
-        self.states: dict = {}              # QP (or SL) -> CCTIState
+        self.states: dict[SenderBase | int, CCTIState] = {}     # QP (or SL) -> CCTIState
         self.timer_on = [False] * 16        # per SL: CCTI_Timer running
 
     # -- state
-    def state(self, qp) -> CCTIState:
+    def state(self, qp: SenderBase) -> CCTIState:
         k = qp.sl if self.per_sl else qp
         st = self.states.get(k)
         if st is None:
@@ -62,10 +74,10 @@ class CCAResponse:
             st.value = lo
         return st
 
-    def ccti(self, qp) -> int:
+    def ccti(self, qp: SenderBase) -> int:
         return self.state(qp).value
 
-    def injection_delay(self, qp) -> int:
+    def injection_delay(self, qp: SenderBase) -> int:
         return self.state(qp).delay
 
     def set_ccti(self, st: CCTIState, value: int, now: int) -> None:
@@ -79,17 +91,17 @@ class CCAResponse:
             rec.trace("injection_rate", st.key, now, tp / (tp + st.delay))
 
     # -- hooks
-    def on_sent(self, qp, now: int, frame) -> None:
+    def on_sent(self, qp: SenderBase, now: int, frame: bytearray) -> None:
         pass
 
-    def on_ack(self, qp, now: int, psn: int, n: int, becn: int) -> None:
+    def on_ack(self, qp: SenderBase, now: int, psn: int, n: int, becn: int) -> None:
         if becn:
             self.on_becn(qp, now)
 
-    def on_cnp(self, qp, now: int) -> None:
+    def on_cnp(self, qp: SenderBase, now: int) -> None:
         self.on_becn(qp, now)
 
-    def on_becn(self, qp, now: int) -> None:
+    def on_becn(self, qp: SenderBase, now: int) -> None:
         st = self.state(qp)
         entry = self.ca.sl[st.sl]
         self.hca.count("becn_received")
@@ -118,7 +130,7 @@ class CCAResponse:
         else:
             self.timer_on[sl] = False
 
-    def gap(self, qp, nbytes: int, t: int) -> int:
+    def gap(self, qp: SenderBase, nbytes: int, t: int) -> int:
         """Start-to-start gap after a packet of *nbytes*: at least its time plus the
         injection delay of the QP's CCTI."""
         k = qp.sl if self.per_sl else qp
@@ -126,5 +138,5 @@ class CCAResponse:
         d = st.delay if st is not None else self.delays[self.ca.sl[qp.sl].CCTI_Min]
         if not d:
             return t
-        g = qp.hca.port.tx_time(nbytes) + d
+        g = self.port.tx_time(nbytes) + d          # (qp.hca is this response's HCA)
         return g if g > t else t

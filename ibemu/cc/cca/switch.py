@@ -53,16 +53,26 @@ from __future__ import annotations
 
 import random
 import zlib
+from typing import TYPE_CHECKING
 
 from ...fabric.node import VL15
 from ...wire.codec import get_fecn, set_fecn
 from .settings import SwitchSetting
 
+if TYPE_CHECKING:
+    from ...fabric.recorder import Recorder
+    from ...fabric.switch import Entry, Switch
 
-def threshold_blocks(threshold: int, capacity_blocks: int) -> int:
+
+def threshold_blocks(threshold: int, capacity_blocks: int) -> int | None:
     """Occupancy (blocks) at which a port-VL is congested; None when Threshold is 0."""
     if threshold <= 0:
         return None
+    return _congested_at(threshold, capacity_blocks)
+
+
+def _congested_at(threshold: int, capacity_blocks: int) -> int:
+    """ceil(C × (16 - Threshold) / 16), at least 1, for Threshold 1..15."""
     return max(1, -(-capacity_blocks * (16 - threshold) // 16))
 
 
@@ -72,26 +82,28 @@ class PortCC:
                  "countdown", "marks", "congested", "label", "_thr", "_last_trace", "victim_episode", "last_inp",
                  "in_congestion")
 
-    def __init__(self, index: int, setting: tuple, nvl: int, seed: int, label: str):
+    def __init__(self, index: int, setting: tuple[int, int, int, bool], nvl: int, seed: int,
+                 label: str) -> None:
         self.index = index
         self.threshold, self.marking_rate, self.packet_size, self.victim = setting
         self.rng = random.Random((seed << 32) ^ zlib.crc32(label.encode()))
         self.countdown = [self.draw() for _ in range(nvl)]
         self.victim_episode = [False] * nvl
-        self.last_inp = None                # input of the previous data packet sent
+        self.last_inp: int | None = None    # input of the previous data packet sent
         self.in_congestion = False          # congested and marking (PortXmitTimeCong runs)
         self.marks = 0
         self.congested = 0
         self.label = label
-        self._thr = {}                      # input capacity -> threshold blocks
-        self._last_trace = None
+        self._thr: dict[int, int] = {}      # input capacity -> threshold blocks
+        self._last_trace: int | None = None  # when FECN_marks was last traced
 
     def draw(self) -> int:
         """Eligible packets to let pass before the next mark (mean Marking_Rate)."""
         m = self.marking_rate
         return self.rng.randint(0, 2 * m) if m else 0
 
-    def set(self, threshold=None, marking_rate=None, packet_size=None, victim=None) -> None:
+    def set(self, threshold: int | None = None, marking_rate: int | None = None,
+            packet_size: int | None = None, victim: bool | None = None) -> None:
         """Change settings while running (a manager's SwitchPortCongestionSetting Set)."""
         if threshold is not None:
             self.threshold = threshold
@@ -104,32 +116,34 @@ class PortCC:
             self.marking_rate = marking_rate
             self.countdown = [self.draw() for _ in self.countdown]
 
-    def threshold_for(self, capacity: int):
+    def threshold_for(self, capacity: int) -> int:
+        """:func:`threshold_blocks` for an input buffer of *capacity* blocks, cached
+        (only asked while Threshold is not 0)."""
         t = self._thr.get(capacity, -1)
         if t == -1:
-            t = self._thr[capacity] = threshold_blocks(self.threshold, capacity)
+            t = self._thr[capacity] = _congested_at(self.threshold, capacity)
         return t
 
 
 class CCAMarker:
-    """``Switch.marker`` for the CCA (hooks: ibemu.cc)."""
+    """``Switch.marker`` for the CCA (a :class:`~ibemu.fabric.hooks.Marker`)."""
 
-    def __init__(self, sw, setting: SwitchSetting, seed: int = 1, recorder=None,
-                 trace_interval: int | None = None):
+    def __init__(self, sw: Switch, setting: SwitchSetting, seed: int = 1, recorder: Recorder | None = None,
+                 trace_interval: int | None = None) -> None:
         self.sw = sw
         self.ports = {o: PortCC(o, setting.port(o), len(sw.queues[o]), seed, "%s:%d" % (sw.name, o))
                       for o in sw.queues}
         self.recorder = recorder
         self.trace_interval = trace_interval
 
-    def on_arrival(self, sw, e, now: int) -> None:
+    def on_arrival(self, sw: Switch, e: Entry, now: int) -> None:
         pass
 
-    def on_departure(self, sw, e, now: int) -> None:
+    def on_departure(self, sw: Switch, e: Entry, now: int) -> None:
         if self.ports[e.out].in_congestion and not sw.queued[e.out]:
             self._congestion(sw, e.out, now, False)     # the port went idle
 
-    def _congestion(self, sw, o: int, now: int, flag: bool) -> None:
+    def _congestion(self, sw: Switch, o: int, now: int, flag: bool) -> None:
         """Enter or leave the congested state: PortXmitTimeCong (counters.py) runs
         while a port is congested and may mark (the root of congestion)."""
         pc = self.ports[o]
@@ -137,7 +151,7 @@ class CCAMarker:
             pc.in_congestion = flag
             sw.ports[o].pc.congested(now, flag)
 
-    def on_transmit(self, sw, e, now: int) -> None:
+    def on_transmit(self, sw: Switch, e: Entry, now: int) -> None:
         if not e.data or e.vl == VL15:
             return
         o, vl = e.out, e.vl

@@ -12,7 +12,7 @@ from ..cca.settings import CCASpec
 from ..registry import InstallContext, Scheme
 from .algorithm import DCMS, DCMSParams, SwitchPort
 from .config import DCMSSpec, parse_dcms
-from .manager import DCMSManager
+from .manager import DCMSManager, Target
 
 __all__ = ["DCMS_SCHEME", "install"]
 
@@ -24,7 +24,7 @@ def install(fabric: Fabric, spec: DCMSSpec, ctx: InstallContext) -> None:
     assert isinstance(manager, DCMSManager)     # node_class below made it one
     cca = ctx.cc.get("cca", CCASpec)
     neighbour: dict[SwitchPort, tuple[str, int, bool]] = {}
-    targets = []
+    targets: list[Target] = []
     for a, pa, b, pb in fabric.link_ends.values():
         node = fabric.nodes[a]
         if not isinstance(node, Switch):

@@ -21,12 +21,22 @@ stops congesting gets its rate back.  Sources apply the IPD to every QP towards 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from ...fabric.hca import HCA
 from ...fabric.node import VL15
 from ...fabric.switch import Switch
 from ...wire import opcodes as OP
 from ...wire.codec import build, get_dlid, get_fecn_local, get_opcode, get_slid, get_ud_payload
 from ...wire.layout import Buf
+from .marking import Notify
+
+if TYPE_CHECKING:
+    from ...fabric.network import Fabric
+    from .config import HPSpec
+
+Flow: TypeAlias = "tuple[int, int]"
+"""A paced flow as the manager knows it: (source LID, destination LID)."""
 
 HP_QPN = 0xFF                 # below the data QPNs (0x101 up); QP0/QP1 stay the SMI/GSI
 Q_KEY = 0x80010000
@@ -48,9 +58,10 @@ def _cn(frame: Buf) -> bytes:
 
 
 class Agent:
-    """The HP management QP of a CA: takes IPD settings (sources) or CNs (the manager)."""
+    """The HP management QP of a CA: takes IPD settings (sources) or CNs (the manager)
+    (a :class:`~ibemu.fabric.hooks.PacketHandler`)."""
 
-    def __init__(self, hca, manager=None):
+    def __init__(self, hca: HCA, manager: SubnetManager | None = None) -> None:
         self.hca = hca
         self.name = "hp-mgmt"
         self.manager = manager
@@ -87,16 +98,21 @@ class ReportToManager:
 class SubnetManager:
     """Runs on the HCA named by ``manager``; see the module docstring."""
 
-    def __init__(self, fabric, spec):
+    def __init__(self, fabric: Fabric, spec: HPSpec) -> None:
+        if spec.manager is None:
+            raise ValueError("the HP scheme has no subnet manager (cc.hp.manager)")
         self.spec = spec
-        self.hca: HCA = fabric.nodes[spec.manager]
+        hca = fabric.nodes[spec.manager]
+        if not isinstance(hca, HCA):
+            raise TypeError("the subnet manager %r is not an HCA" % spec.manager)
+        self.hca = hca
         self.lid = self.hca.lid
         hcas = {n: x for n, x in fabric.nodes.items() if isinstance(x, HCA)}
         self.nc_lids = {hcas[n].lid for n in spec.noncompliant_cas}
         self.by_lid = {x.lid: x for x in hcas.values()}
-        self.ipd: dict = {}                 # (slid, dlid) -> static IPD set
-        self.last_cn: dict = {}             # (slid, dlid) -> time of the last CN
-        self.last_raise: dict = {}
+        self.ipd: dict[Flow, int] = {}      # (slid, dlid) -> static IPD set
+        self.last_cn: dict[Flow, int] = {}  # (slid, dlid) -> time of the last CN
+        self.last_raise: dict[Flow, int] = {}   # (slid, dlid) -> time the IPD was last raised
         self.period = spec.manager_period
         self.holdoff = max(1, spec.manager_period // 20)
         self.agent = Agent(self.hca, self)
@@ -109,12 +125,12 @@ class SubnetManager:
             if snd.hca.lid in self.nc_lids and rcv.hca.name not in spec.noncompliant_cas:
                 rcv.hca.attach_notifier(rcv.qpn, reporter)
 
-    def switch_notifier(self):
+    def switch_notifier(self) -> Notify:
         """The marker's ``notify``: a switch marked *frame*; CN if its DLID is
         non-compliant (the marker calls it only for packets not marked before)."""
         nc, lid = self.nc_lids, self.lid
 
-        def notify(sw: Switch, frame, now: int) -> None:
+        def notify(sw: Switch, frame: bytearray, now: int) -> None:
             dlid = get_dlid(frame)
             if dlid in nc:
                 sw.count("hp_cn_to_manager")
@@ -141,7 +157,7 @@ class SubnetManager:
                 self._set(now, key, ipd - 1)
         self.hca.at(now + self.period, self._tick)
 
-    def _set(self, now: int, key, ipd: int) -> None:
+    def _set(self, now: int, key: Flow, ipd: int) -> None:
         slid, dlid = key
         self.ipd[key] = ipd
         self.hca.recorder.trace("SIPD", "%d->%d" % key, now, ipd)

@@ -35,12 +35,27 @@ transmitted (a packet already being sent can no longer be marked, seed 003 footn
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeAlias
+
 from ...fabric.node import VL15
 from ...wire.codec import get_fecn, set_fecn
 
+if TYPE_CHECKING:
+    from ...fabric.switch import Entry, Switch
+    from .config import HPSpec
+
+PortVL: TypeAlias = "tuple[int, int]"
+"""(port, VL): an input buffer (input port, its VL) or an output VL (output port, VL)."""
+Notify: TypeAlias = "Callable[[Switch, bytearray, int], None]"
+"""``notify(switch, frame, now)``: the switch marked *frame* (seed 000 §6.2)."""
+
 
 class HPMarker:
-    def __init__(self, spec, max_blocks: int, nc_peer_ports=(), notify=None):
+    """The HP marking of one switch (a :class:`~ibemu.fabric.hooks.Marker`)."""
+
+    def __init__(self, spec: HPSpec, max_blocks: int, nc_peer_ports: Iterable[int] = (),
+                 notify: Notify | None = None) -> None:
         self.mode = spec.marking
         self.threshold = spec.output_threshold if spec.marking == "input-output" else None
         self.propagating = spec.propagating or spec.marking == "naive"
@@ -50,12 +65,12 @@ class HPMarker:
         self.max_blocks = max_blocks
         self.full_waiting = spec.full == "waiting"
         self.notify = notify                # (sw, frame, now) -> None, for non-compliant CAs
-        self.resident: dict = {}            # (inp, vl_in) -> {entry: None}, not yet transmitted
-        self.cnt1: dict = {}                # (out, vl) -> data packets waiting
-        self.cnt2: dict = {}                # (out, vl) -> next packets to mark
+        self.resident: dict[PortVL, dict[Entry, None]] = {}  # (inp, vl_in) -> entries not yet transmitted
+        self.cnt1: dict[PortVL, int] = {}   # (out, vl) -> data packets waiting
+        self.cnt2: dict[PortVL, int] = {}   # (out, vl) -> next packets to mark
 
     # ------------------------------------------------------------------ hooks
-    def on_arrival(self, sw, e, now: int) -> None:
+    def on_arrival(self, sw: Switch, e: Entry, now: int) -> None:
         if e.vl_in == VL15:
             return
         key = (e.inp, e.vl_in)
@@ -75,7 +90,7 @@ class HPMarker:
         if sw.ports[e.inp].rx[e.vl_in].free() < self.max_blocks:
             sw.at(e.tail, self._check_full, sw, key)    # full only when a tail arrives
 
-    def on_transmit(self, sw, e, now: int) -> None:
+    def on_transmit(self, sw: Switch, e: Entry, now: int) -> None:
         if e.vl_in == VL15:
             return
         self.resident[(e.inp, e.vl_in)].pop(e, None)
@@ -95,16 +110,16 @@ class HPMarker:
                     if q.data:
                         self.mark(sw, q, now)
 
-    def on_departure(self, sw, e, now: int) -> None:
+    def on_departure(self, sw: Switch, e: Entry, now: int) -> None:
         pass
 
     # ------------------------------------------------------------------ detection
-    def _blocked(self, sw, k) -> bool:
+    def _blocked(self, sw: Switch, k: PortVL) -> bool:
         """An output VL is blocked when it lacks credits for a maximum-size packet."""
         out, vl = k
         return not sw.ports[out].tx[vl].can_send(self.max_blocks)
 
-    def _check_full(self, now: int, sw, key) -> None:
+    def _check_full(self, now: int, sw: Switch, key: PortVL) -> None:
         inp, vl = key
         rx = sw.ports[inp].rx[vl]
         if self.full_waiting:
@@ -114,7 +129,7 @@ class HPMarker:
         if free < self.max_blocks:
             self.full(sw, key, now)
 
-    def full(self, sw, key, now: int) -> None:
+    def full(self, sw: Switch, key: PortVL, now: int) -> None:
         """Input buffer *key* = (port, VL) became full: mark (seed 003 §5, seed 000 §4)."""
         sw.count("hp_full_buffers")
         res = self.resident.get(key, ())
@@ -129,11 +144,11 @@ class HPMarker:
                     continue                        # the root is downstream
                 self._root(sw, k, self.cnt1.get(k, 0))
 
-    def _root(self, sw, k, c1: int) -> None:
+    def _root(self, sw: Switch, k: PortVL, c1: int) -> None:
         if c1 > self.cnt2.get(k, 0):
             self.cnt2[k] = c1
 
-    def mark(self, sw, e, now: int) -> None:
+    def mark(self, sw: Switch, e: Entry, now: int) -> None:
         frame = e.frame
         if get_fecn(frame):
             return

@@ -28,8 +28,16 @@ destination, SL) triple.
 """
 from __future__ import annotations
 
-from ...fabric.qp import PSN_MOD
-from .functions import RateTable, WindowTable, round_rpi
+from typing import TYPE_CHECKING
+
+from ...fabric.qp import PSN_MOD, FlowSource
+from .functions import RateTable, ResponseFunction, WindowTable, round_rpi
+
+if TYPE_CHECKING:
+    from ...fabric.node import Port
+    from ...fabric.qp import SenderBase
+    from ...fabric.recorder import Recorder
+    from .config import HPSpec
 
 RATE, WINDOW, OTHER = "rate", "window", "other"
 _HALF = PSN_MOD // 2
@@ -44,55 +52,68 @@ class FlowState:
     """CWND, CIPD, RPI, APSN and RWL of one flow (seed 000 §5.1.2)."""
     __slots__ = ("cwnd", "cipd", "rate", "rpi", "apsn", "apsn_owner", "rwl", "sipd")
 
-    def __init__(self, sipd: int, cwnd: int, cipd: int, rate: float, rpi: int):
+    def __init__(self, sipd: int, cwnd: int, cipd: int, rate: float, rpi: int) -> None:
         self.sipd = sipd            # static IPD: CIPD never goes below it
         self.cwnd = cwnd
         self.cipd = cipd            # discrete mode
         self.rate = rate            # continuous mode: fraction of Rmax
         self.rpi = rpi
-        self.apsn = None            # no adjustment yet
-        self.apsn_owner = None
+        self.apsn: int | None = None                # no adjustment yet
+        self.apsn_owner: SenderBase | None = None   # the QP that set APSN
         self.rwl = OTHER
 
 
 class Policy:
     """What all flows share: the response function, its tables and the settings."""
 
-    def __init__(self, spec, fn):
+    def __init__(self, spec: HPSpec, fn: ResponseFunction) -> None:
         self.spec = spec
         self.fn = fn
         self.continuous = spec.rates == "continuous"
-        self.table = None if self.continuous else RateTable(fn)
+        self.table: RateTable | None = None if self.continuous else RateTable(fn)   # None: continuous
         self.window = WindowTable(spec.cwnd_max)
         self.levels = fn.levels
 
 
 class HPResponse:
-    """The source response of one QP (``qp.cc``)."""
+    """The source response of one QP (``qp.cc``; a :class:`~ibemu.fabric.hooks.SourceResponse`).
 
-    def __init__(self, qp, policy: Policy, state: FlowState | None = None, reliable: bool = True,
-                 recorder=None):
+    A reliable flow's source (a :class:`~ibemu.fabric.qp.FlowSource`: CWND, OUTS) gets the
+    hybrid rate/window response; any other sending QP (RDMA READ responses) is paced by
+    rate only (§5.2).  ``source`` is that flow source, None for a rate-only QP."""
+
+    def __init__(self, qp: SenderBase, policy: Policy, state: FlowState | None = None, reliable: bool = True,
+                 recorder: Recorder | None = None) -> None:
         self.p = policy
         self.reliable = reliable
+        self.source: FlowSource | None = None       # the window's QP (reliable flows only)
+        if reliable:
+            if not isinstance(qp, FlowSource):
+                raise TypeError("QP %s has no window: its response is rate only" % qp.name)
+            self.source = qp
+        port = qp.hca.port
+        if port is None:
+            raise ValueError("HCA %s has no port" % qp.hca.name)
+        self.port: Port = port                      # the source link (tx_time, its rate)
         self.name = qp.name
-        link = qp.hca.port.rate
+        link = port.rate
         spec = policy.spec
         self.scale = (spec.rpi_mtu / qp.hca.mtu) * (link / spec.rpi_rate)
-        self.recorder = recorder if recorder is not None else qp.hca.recorder
+        self.recorder: Recorder = recorder if recorder is not None else qp.hca.recorder
         self.trace = spec.trace
         self.state = state if state is not None else self.fresh(qp)
         self.rate_release = 0       # when the rate limiter let the next packet go
         self.win_release = -1       # when an ACK last opened a full window
         self.win_full = False
         self.last_sent = -1
-        self.cycle = None           # the ON period of the flow's generator
+        self.cycle: int | None = None               # the ON period of the flow's generator
         self.last_len = 0
-        if reliable:
-            qp.set_window(self.state.cwnd)
+        if self.source is not None:
+            self.source.set_window(self.state.cwnd)
         self._trace_state(0)
 
     # ------------------------------------------------------------------ state
-    def fresh(self, qp) -> FlowState:
+    def fresh(self, qp: SenderBase) -> FlowState:
         """Initial state: CWND = cwnd_init, CIPD = SIPD (reliable) or the slow-start IPD
         (unreliable, §5.2), RPI for that setting (§5.1.3)."""
         p = self.p
@@ -102,13 +123,14 @@ class HPResponse:
         st.rpi = p.window.rpi(st.cwnd) if self.reliable else self._rpi_rate(st)
         return st
 
-    def _rmax(self, st) -> float:
+    def _rmax(self, st: FlowState) -> float:
         return 1.0 / (st.sipd + 1)
 
-    def _rpi_rate(self, st) -> int:
-        if self.p.continuous:
+    def _rpi_rate(self, st: FlowState) -> int:
+        table = self.p.table
+        if table is None:                           # continuous rates
             return 1
-        return round_rpi(self.p.table.rpi[st.cipd] * self.scale)
+        return round_rpi(table.rpi[st.cipd] * self.scale)
 
     def rate_fraction(self) -> float:
         st = self.state
@@ -126,16 +148,16 @@ class HPResponse:
             self.recorder.trace("CWND", self.name, now, st.cwnd)
 
     # ------------------------------------------------------------------ hooks
-    def gap(self, qp, nbytes: int, t: int) -> int:
+    def gap(self, qp: SenderBase, nbytes: int, t: int) -> int:
         """The rate limit: (CIPD+1) packet times from this packet's start (or 1/rate)."""
-        tx = qp.hca.port.tx_time(nbytes)
+        tx = self.port.tx_time(nbytes)
         if self.p.continuous:
             g = int(tx / self.state.rate + 0.5)
         else:
             g = (self.state.cipd + 1) * tx
         return g if g > t else t
 
-    def on_sent(self, qp, now: int, frame) -> None:
+    def on_sent(self, qp: SenderBase, now: int, frame: bytearray) -> None:
         st = self.state
         cycle = qp.on_period()
         if cycle != self.cycle:
@@ -143,12 +165,12 @@ class HPResponse:
             self.cycle = cycle
             if not first and not self.p.spec.persistent:   # a new flow (seed 003 §6.3.2)
                 self.state = st = self.fresh(qp)
-                if self.reliable:
-                    qp.set_window(st.cwnd)
+                if self.source is not None:
+                    self.source.set_window(st.cwnd)
                 qp.reschedule(now + qp.gap_after(len(frame)))
                 self._trace_state(now)
         # RWL: what released this packet last (seed 000 §5.1)
-        slack = qp.hca.port.tx_time(len(frame))
+        slack = self.port.tx_time(len(frame))
         w = self.win_release if self.win_release >= self.last_sent else -1
         late = max(self.rate_release, w)
         if self.last_sent < 0 or now - late > slack:
@@ -159,8 +181,9 @@ class HPResponse:
             st.rwl = RATE
         self.last_sent = now
         self.last_len = len(frame)
-        if self.reliable:
-            self.win_full = qp.cwnd is not None and qp.outs >= qp.cwnd
+        src = self.source
+        if src is not None:
+            self.win_full = src.cwnd is not None and src.outs >= src.cwnd
         elif st.rwl == RATE:                       # §5.2: RPI counts transmitted packets
             st.rpi -= 1
             if st.rpi <= 0:
@@ -169,7 +192,7 @@ class HPResponse:
                     qp.reschedule(now + qp.gap_after(len(frame)))
         self.rate_release = qp.next_allowed
 
-    def on_ack(self, qp, now: int, psn: int, n: int, becn: int) -> None:
+    def on_ack(self, qp: SenderBase, now: int, psn: int, n: int, becn: int) -> None:
         """An ACK (or READ response) newly acknowledging *n* packets up to *psn*."""
         if n <= 0:
             return
@@ -185,19 +208,21 @@ class HPResponse:
             qp.hca.count("hp_becn_received")
         if becn and (st.apsn is None or st.apsn_owner is not qp or psn_after(psn, st.apsn)):
             self._decrease(qp, now)
-        if self.win_full and qp.cwnd is not None and qp.outs < qp.cwnd:
-            self.win_full = False
-            self.win_release = now
+        if self.win_full:
+            src = self.source                       # (win_full: a reliable flow's source)
+            if src is not None and src.cwnd is not None and src.outs < src.cwnd:
+                self.win_full = False
+                self.win_release = now
         if changed and self.last_sent >= 0:      # a higher rate may let the next go sooner
             qp.reschedule(min(qp.next_allowed, self.last_sent + qp.gap_after(self.last_len)))
             self.rate_release = qp.next_allowed
 
-    def on_cnp(self, qp, now: int) -> None:
+    def on_cnp(self, qp: SenderBase, now: int) -> None:
         """A CN packet (unreliable flows, READ responses, §5.2): decrease the rate."""
         self._decrease(qp, now)
 
     # ------------------------------------------------------------------ adjustments
-    def _increase(self, qp, now: int, factor: str) -> bool:
+    def _increase(self, qp: SenderBase, now: int, factor: str) -> bool:
         """Increase the limiting factor, reload RPI, set APSN (seed 000 §5.1.3.1)."""
         st = self.state
         p = self.p
@@ -205,10 +230,12 @@ class HPResponse:
             if st.cwnd >= p.window.cwnd_max:
                 return False
             st.cwnd = p.window.inc(st.cwnd)
-            qp.set_window(st.cwnd)
+            if self.source is not None:             # (RWL is WINDOW only with a window)
+                self.source.set_window(st.cwnd)
             st.rpi = p.window.rpi(st.cwnd)
         else:
-            if p.continuous:
+            table = p.table
+            if table is None:                       # continuous rates
                 rmax = self._rmax(st)
                 if st.rate >= rmax:
                     return False
@@ -216,24 +243,25 @@ class HPResponse:
             else:
                 if st.cipd <= st.sipd:
                     return False
-                st.cipd = max(st.sipd, p.table.inc[st.cipd])
+                st.cipd = max(st.sipd, table.inc[st.cipd])
             st.rpi = self._rpi_rate(st)
         self._adjusted(qp)
         qp.hca.count("hp_increases")
         self._trace_state(now)
         return True
 
-    def _decrease(self, qp, now: int) -> None:
+    def _decrease(self, qp: SenderBase, now: int) -> None:
         """Decrease CIPD and CWND (tables); APSN = last PSN sent; RPI kept (§5.1.3.2)."""
         st = self.state
         p = self.p
-        if p.continuous:
+        table = p.table
+        if table is None:                           # continuous rates
             st.rate = p.fn.dec(st.rate)
         else:
-            st.cipd = p.table.dec[st.cipd]
-        if self.reliable:
+            st.cipd = table.dec[st.cipd]
+        if self.source is not None:
             st.cwnd = p.window.dec(st.cwnd)
-            qp.set_window(st.cwnd)
+            self.source.set_window(st.cwnd)
         self._adjusted(qp)
         qp.hca.count("hp_decreases")
         # the next packet waits for the new, longer gap
@@ -242,7 +270,7 @@ class HPResponse:
             self.rate_release = qp.next_allowed
         self._trace_state(now)
 
-    def _adjusted(self, qp) -> None:
+    def _adjusted(self, qp: SenderBase) -> None:
         st = self.state
         st.apsn = (qp.next_psn() - 1) % PSN_MOD
         st.apsn_owner = qp
