@@ -23,7 +23,9 @@ import hashlib
 from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .hca import HCA
 from .node import Node
+from .switch import Switch
 
 if TYPE_CHECKING:
     from .network import Fabric
@@ -156,9 +158,9 @@ def credit_state(fabric: FabricView, names: Iterable[str] | None = None) -> dict
     nodes: dict[str, list[int]] = {}
     for name in sorted(here):
         node = fabric.nodes[name]
-        queued = getattr(node, "queued", None)      # a switch's packets per output queue
-        ctrl = getattr(node, "ctrl", None)          # an HCA's responses (ACKs, CNPs) to send
-        nodes[name] = [sum(queued.values()) if queued else 0, len(ctrl) if ctrl else 0]
+        queued = sum(node.queued.values()) if isinstance(node, Switch) else 0  # packets in output queues
+        ctrl = len(node.ctrl) if isinstance(node, HCA) else 0      # responses (ACKs, CNPs) to send
+        nodes[name] = [queued, ctrl]
     return {"links": links, "nodes": nodes}
 
 
