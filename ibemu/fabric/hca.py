@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from .params import HCAParams
 from .credits import blocks_of
+from .mad_agent import MADAgent
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from ..wire.codec import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
@@ -35,7 +36,6 @@ class GSIAgent:
     name = "qp1"
 
     def __init__(self, hca: HCA) -> None:
-        from .mad_agent import MADAgent
         self.agent = MADAgent(hca)
 
     def on_packet(self, now: int, frame: Buf) -> bytearray | None:

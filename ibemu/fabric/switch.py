@@ -28,13 +28,13 @@ from ..wire.mad import GSI_QP
 from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 from ..wire.opcodes import is_data
 from .credits import blocks_of
+from .mad_agent import MADAgent
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from .vlarb import VLArbiter
 
 if TYPE_CHECKING:
     from .hooks import Marker
-    from .mad_agent import MADAgent
     from .recorder import Recorder
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
@@ -175,7 +175,6 @@ class Switch(Node):
             return
         agent = self.agent
         if agent is None:
-            from .mad_agent import MADAgent
             agent = self.agent = MADAgent(self)
         reply = agent.handle(frame, now)
         if reply is not None and not self.inject(reply, now):
