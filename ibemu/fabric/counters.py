@@ -18,9 +18,11 @@ however rarely the node is called.  PortXmitTimeCong is in the same ticks.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from ..units import PS_PER_S
 from ..wire.codec import get_becn_local, get_fecn_local
-from ..wire.layout import CN_LOCAL
+from ..wire.layout import CN_LOCAL, Buf
 
 TICK_BYTES = 64                      # PortXmitWait tick: one credit block at the port rate
 
@@ -57,15 +59,29 @@ class PortCounters:
                  "rcv_switch_relay_errors", "xmit_discards", "rcv_constraint_errors",
                  "excessive_buffer_overrun", "vl15_dropped", "rcv_fecn", "rcv_becn",
                  "_wait_ps", "_wait_since", "_cong_ps", "_cong_since", "_base", "_base_ext")
+    # running totals (bytes, packets, errors), all set to 0 by __init__
+    xmit_bytes: int
+    rcv_bytes: int
+    xmit_pkts: int
+    rcv_pkts: int
+    rcv_errors: int
+    rcv_switch_relay_errors: int
+    xmit_discards: int
+    rcv_constraint_errors: int
+    excessive_buffer_overrun: int
+    vl15_dropped: int
+    rcv_fecn: int
+    rcv_becn: int
 
     def __init__(self, rate: int):
         self.tick_ps = max(1, TICK_BYTES * PS_PER_S // rate)
         for name in self.__slots__[1:13]:
             setattr(self, name, 0)
         self._wait_ps = self._cong_ps = 0
-        self._wait_since = self._cong_since = None
-        self._base: dict = {}
-        self._base_ext: dict = {}
+        self._wait_since: int | None = None
+        self._cong_since: int | None = None
+        self._base: dict[str, int] = {}         # PortCounters name -> total at its last reset
+        self._base_ext: dict[str, int] = {}     # PortCountersExtended name -> total at its last reset
 
     # -- updates (hot path: plain attribute arithmetic in the callers)
     def transmitted(self, nbytes: int, now: int | None = None) -> None:
@@ -75,7 +91,7 @@ class PortCounters:
         if self._wait_since is not None and now is not None:
             self.waiting(now, False)
 
-    def received(self, frame) -> None:
+    def received(self, frame: Buf) -> None:
         self.rcv_bytes += len(frame)
         self.rcv_pkts += 1
         if len(frame) > CN_LOCAL:
@@ -117,39 +133,40 @@ class PortCounters:
     def cong_ps(self, now: int) -> int:
         return self._cong_ps + (now - self._cong_since if self._cong_since is not None else 0)
 
-    def totals(self, now: int) -> dict:
+    def totals(self, now: int) -> dict[str, int]:
         """Every counter as a running total in IBA units at time *now*."""
-        out = {}
+        out: dict[str, int] = {}
         for name, attr, _ in COUNTERS:
             out[name] = self._total(attr, now)
         for name, attr in OTHER:
             out[name] = self._total(attr, now)
         return out
 
-    def _total(self, attr, now: int) -> int:
+    def _total(self, attr: str | None, now: int) -> int:
         if attr is None:
             return 0
         if attr == "xmit_wait":
             return self.wait_ps(now) // self.tick_ps
         if attr == "xmit_time_cong":
             return self.cong_ps(now) // self.tick_ps
-        return getattr(self, attr)
+        total: int = getattr(self, attr)
+        return total
 
     # -- the PerfMgt views
-    def port_counters(self, now: int) -> dict:
+    def port_counters(self, now: int) -> dict[str, int]:
         """PortCounters: spec widths, saturating, since the last reset."""
-        out = {}
+        out: dict[str, int] = {}
         for name, attr, width in COUNTERS:
             v = self._total(attr, now) - self._base.get(name, 0)
             out[name] = min(v, (1 << width) - 1)
         return out
 
-    def extended(self, now: int) -> dict:
+    def extended(self, now: int) -> dict[str, int]:
         """PortCountersExtended: 64 bits, wrapping, since the last reset."""
         return {name: (self._total(attr, now) - self._base_ext.get(name, 0)) & _MASK64
                 for name, attr in EXTENDED}
 
-    def reset(self, now: int, extended: bool = False, names=None) -> None:
+    def reset(self, now: int, extended: bool = False, names: Collection[str] | None = None) -> None:
         """Set the selected counters of one view to zero (a PerfMgt Set)."""
         if extended:
             for name, attr in EXTENDED:

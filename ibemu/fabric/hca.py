@@ -10,19 +10,23 @@ generator and the link credits of its VL.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .params import HCAParams
 from .credits import blocks_of
+from .mad_agent import MADAgent
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from ..wire.codec import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
-from ..wire.layout import PACKET_OVERHEAD
+from ..wire.layout import PACKET_OVERHEAD, Buf
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
 from .traffic import INF
 
 if TYPE_CHECKING:
     from .hooks import Notifier, PacketHandler
+    from .qp.sender import SenderBase
+    from .recorder import Recorder
+    from .vlarb import VLArbiter
 
 
 class GSIAgent:
@@ -31,29 +35,31 @@ class GSIAgent:
     of data on the VL the request came on (VL15).  A manager may replace it."""
     name = "qp1"
 
-    def __init__(self, hca):
-        from .mad_agent import MADAgent
+    def __init__(self, hca: HCA) -> None:
         self.agent = MADAgent(hca)
 
-    def on_packet(self, now: int, frame):
+    def on_packet(self, now: int, frame: Buf) -> bytearray | None:
         return self.agent.handle(frame, now)
 
 
 class HCA(Node):
-    def __init__(self, name: str, lid: int, params: HCAParams, recorder=None):
+    def __init__(self, name: str, lid: int, params: HCAParams, recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.lid = lid
         self.params = params
         self.mtu = params.mtu
-        self.port: Port | None = None
-        self.qps: dict = {}                 # qpn -> receiving QP object
-        self.senders: list = []             # QPs that may send data, round robin
+        # the HCA's one port: None until add_port (build.py reports an HCA left without
+        # a link); declared a Port because everything that sends or receives runs after it
+        self.port: Port = cast("Port", None)
+        self.arb: VLArbiter                 # the port's VL arbitration, made by add_port
+        self.qps: dict[int, PacketHandler] = {}     # qpn -> receiving QP object
+        self.senders: list[SenderBase] = []         # QPs that may send data, round robin
         self.rr = 0
-        self.ctrl: deque = deque()          # (frame, vl) responses waiting to go out
+        self.ctrl: deque[tuple[bytearray, int]] = deque()   # (frame, vl) responses waiting to go out
         self._kick_at = INF
         self._zero = bytes(params.mtu)
         self._next_qpn = 0x100
-        self.pkey_table = PKeyTable(getattr(params, "pkeys", None))
+        self.pkey_table = PKeyTable(params.pkeys)
         self.notifiers: dict[int, Notifier] = {}   # qpn -> congestion notifier (ibemu.fabric.hooks)
         self.qps[1] = GSIAgent(self)        # QP1: PerfMgt / CC MADs answered in band
 
@@ -84,7 +90,7 @@ class HCA(Node):
         return self._zero if n == self.mtu else self._zero[:n]
 
     # ---------------------------------------------------------------- receive
-    def receive(self, pidx: int, frame, link: bool, now: int) -> None:
+    def receive(self, pidx: int, frame: bytearray, link: bool, now: int) -> None:
         port = self.port
         if port is None or pidx != port.index:
             self.count("dropped_no_port")
@@ -107,7 +113,7 @@ class HCA(Node):
             return
         self.at(now + port.tx_time(n), self._rx_done, frame, vl)
 
-    def _rx_done(self, now: int, frame, vl: int) -> None:
+    def _rx_done(self, now: int, frame: bytearray, vl: int) -> None:
         port = self.port
         if vl != VL15:
             port.rx[vl].freed(blocks_of(len(frame)))
@@ -129,7 +135,7 @@ class HCA(Node):
             self.ctrl.append((reply, vl))
         self._try_send(now)
 
-    def _acceptable(self, port: Port, frame, vl: int) -> bool:
+    def _acceptable(self, port: Port, frame: Buf, vl: int) -> bool:
         """End-node checks once the whole packet is in (issue 8): an IBA local packet
         (LNH 2: ibemu's HCAs take no GRH) for this LID, a known OpCode whose headers fit,
         a good ICRC (IBA 7.8, data integrity) -- else PortRcvErrors; a P_Key the port's table holds
@@ -162,7 +168,7 @@ class HCA(Node):
         earliest = INF
         single = self.arb.single is not None
         starved = False                     # a QP is ready but its VL has no credits
-        first = {}                          # VL -> index of its first sendable QP
+        first: dict[int, int] = {}          # VL -> index of its first sendable QP
         for k in range(n):
             i = (self.rr + k) % n
             qp = senders[i]
@@ -180,7 +186,10 @@ class HCA(Node):
             if single:
                 break
         if first:
-            vl = next(iter(first)) if single else self.arb.choose(first)
+            # choose() returns a VL of the non-empty *first* (None only when the port's VL
+            # arbitration table lists none of them: then first[vl] raises, as it always did);
+            # narrowing it here would cost a test per packet
+            vl = next(iter(first)) if single else self.arb.choose(first)  # type: ignore[assignment]
             i = first[vl]
             qp = senders[i]
             frame = qp.next_packet(now)
@@ -204,7 +213,7 @@ class HCA(Node):
             self._kick_at = INF
         self._try_send(now)
 
-    def _transmit(self, frame, vl: int, now: int, data: bool) -> None:
+    def _transmit(self, frame: bytearray, vl: int, now: int, data: bool) -> None:
         port = self.port
         n = len(frame)
         end = now + port.tx_time(n)

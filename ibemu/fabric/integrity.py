@@ -20,10 +20,19 @@ the links) is test instrumentation: :mod:`ibemu.testing`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Container, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .hca import HCA
 from .node import Node
+from .switch import Switch
+
+if TYPE_CHECKING:
+    from .network import Fabric
+
+
+Record = dict[str, dict[str, list[Any]]]
+"""``PayloadCheck.export()``: ``sent``/``received`` digests and ``ud_received`` PSNs, per flow."""
 
 
 class FabricView(Protocol):
@@ -37,12 +46,12 @@ class FabricView(Protocol):
 class PayloadCheck:
     """Message digests on both sides, per flow."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.sent: dict[str, list[bytes]] = {}
         self.received: dict[str, list[bytes]] = {}
         self.ud_received: dict[str, list[int]] = {}    # UD: PSNs in arrival order
-        self._tx: dict[str, object] = {}
-        self._rx: dict[str, object] = {}
+        self._tx: dict[str, hashlib.blake2b] = {}     # flow -> digest of the message being sent
+        self._rx: dict[str, hashlib.blake2b] = {}     # flow -> digest of the message being received
 
     @staticmethod
     def payload(flow: str, msg: int, offset: int, n: int) -> bytes:
@@ -70,14 +79,14 @@ class PayloadCheck:
             if psn is not None:
                 self.ud_received.setdefault(flow, []).append(psn)
 
-    def export(self) -> dict:
+    def export(self) -> Record:
         return {"sent": self.sent, "received": self.received, "ud_received": self.ud_received}
 
 
-def merge_records(records) -> dict:
+def merge_records(records: Iterable[Mapping[str, Mapping[str, Sequence[Any]]]]) -> Record:
     """One record from the ``export()`` of several processes' checks (a flow's sending
     and receiving ends each live in exactly one process)."""
-    out = {"sent": {}, "received": {}, "ud_received": {}}
+    out: Record = {"sent": {}, "received": {}, "ud_received": {}}
     for rec in records:
         for part in out:
             for flow, items in rec.get(part, {}).items():
@@ -85,7 +94,7 @@ def merge_records(records) -> dict:
     return out
 
 
-def attach(fabric, check: PayloadCheck | None = None) -> PayloadCheck:
+def attach(fabric: Fabric, check: PayloadCheck | None = None) -> PayloadCheck:
     """Attach *check* (a new one by default) to both ends of every flow of *fabric*."""
     check = check or PayloadCheck()
     for snd, rcv in fabric.qps.values():
@@ -94,7 +103,8 @@ def attach(fabric, check: PayloadCheck | None = None) -> PayloadCheck:
     return check
 
 
-def verify(record: dict, ud_flows=(), complete: bool = True) -> list[str]:
+def verify(record: Mapping[str, Mapping[str, Sequence[Any]]], ud_flows: Container[str] = (),
+           complete: bool = True) -> list[str]:
     """Problems found in *record* (``PayloadCheck.export()``, or several merged).
 
     RC flows: the received digests must equal the sent ones in order (with *complete*,
@@ -102,7 +112,7 @@ def verify(record: dict, ud_flows=(), complete: bool = True) -> list[str]:
     received datagram intact (its digest among the sent ones at its PSN) and no PSN
     twice; losses are allowed and counted by the caller.
     """
-    problems = []
+    problems: list[str] = []
     sent, received = record["sent"], record["received"]
     for flow in sorted(set(sent) | set(received)):
         s, r = sent.get(flow, []), received.get(flow, [])
@@ -148,9 +158,9 @@ def credit_state(fabric: FabricView, names: Iterable[str] | None = None) -> dict
     nodes: dict[str, list[int]] = {}
     for name in sorted(here):
         node = fabric.nodes[name]
-        queued = getattr(node, "queued", None)      # a switch's packets per output queue
-        ctrl = getattr(node, "ctrl", None)          # an HCA's responses (ACKs, CNPs) to send
-        nodes[name] = [sum(queued.values()) if queued else 0, len(ctrl) if ctrl else 0]
+        queued = sum(node.queued.values()) if isinstance(node, Switch) else 0  # packets in output queues
+        ctrl = len(node.ctrl) if isinstance(node, HCA) else 0      # responses (ACKs, CNPs) to send
+        nodes[name] = [queued, ctrl]
     return {"links": links, "nodes": nodes}
 
 

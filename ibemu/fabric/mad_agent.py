@@ -19,8 +19,15 @@ in band (IBA 16.1 performance management; annex A10 congestion control), sans-I/
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from ..wire import mad as M
 from ..wire.codec import get_sl, get_slid
+from ..wire.layout import Buf
+
+if TYPE_CHECKING:
+    from .node import Node
 
 ALL_PORTS = 0xFF
 # PortCounters CounterSelect bits (IBA 16.1.3.5), then CounterSelect2 bit 0
@@ -34,10 +41,10 @@ _SELECT_EXT = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "Po
 
 
 class MADAgent:
-    def __init__(self, node):
+    def __init__(self, node: Node) -> None:
         self.node = node
 
-    def handle(self, frame, now: int):
+    def handle(self, frame: Buf, now: int) -> bytearray | None:
         node = self.node
         raw = M.mad_of(frame)
         if raw is None:
@@ -68,7 +75,7 @@ class MADAgent:
                                   sl=get_sl(frame))
 
     # ---------------------------------------------------------------- PerfMgt
-    def _perf(self, req, now):
+    def _perf(self, req: M.MAD, now: int) -> tuple[Buf, int]:
         layout = M.FIELDS.get((M.CLASS_PERF, req.attr_id))
         if layout is None:
             return b"", M.STATUS_BAD_ATTRIBUTE
@@ -101,7 +108,7 @@ class MADAgent:
         return M.pack_fields(layout, values), M.STATUS_OK
 
     # ---------------------------------------------------------------- Congestion Control
-    def _cc(self, req, now):
+    def _cc(self, req: M.MAD, now: int) -> tuple[Buf, int]:
         settings = self.node.cc_settings
         if settings is None:
             return b"", M.STATUS_BAD_ATTRIBUTE
@@ -116,7 +123,7 @@ class MADAgent:
         return attr, M.STATUS_OK
 
 
-def _selected(fields: dict, extended: bool) -> set:
+def _selected(fields: Mapping[str, int], extended: bool) -> set[str]:
     mask = fields["CounterSelect"]
     names = _SELECT_EXT if extended else _SELECT
     chosen = {name for bit, name in enumerate(names) if mask & (1 << bit)}

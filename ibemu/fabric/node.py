@@ -9,12 +9,13 @@ imports trio, socket or time; ``now`` is emulated time in integer picoseconds.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..units import PS_PER_S
 from ..wire.codec import get_pktlen, vcrc_ok
-from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN
+from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
 from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
 from .counters import PortCounters
 from .credits import CreditRx, CreditTx
@@ -29,8 +30,14 @@ _PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "
                     "PortRcvConstraintErrors": "rcv_constraint_errors", "PortXmitDiscards": "xmit_discards",
                     "VL15Dropped": "vl15_dropped"}
 
+Timer: TypeAlias = "tuple[int, int, Callable[..., None], tuple[Any, ...]]"
+"""A node's deadline ``(t, seq, fn, args)``: at *t*, ``fn(t, *args)``."""
+Transmission: TypeAlias = "tuple[int, bytes | bytearray, bool, int]"
+"""A transmission the node started ``(port, frame, link, t_start)`` (*link*: a link
+flow-control packet, made as ``bytes``; every other frame is a ``bytearray``)."""
 
-def frame_intact(frame) -> bool:
+
+def frame_intact(frame: Buf) -> bool:
     """The link-layer checks every receiver makes on arrival (IBA ch. 7; issue 8): long
     enough for LRH + BTH + CRCs, PktLen agreeing with the length, a good VCRC."""
     n = len(frame)
@@ -43,7 +50,7 @@ class Port:
                  "connected", "last_fcp", "fc_period", "pc")
 
     def __init__(self, index: int, rate: int, propagation: int, data_vls: int,
-                 capacity_blocks, label: str, fc_period: int):
+                 capacity_blocks: int | list[int], label: str, fc_period: int):
         self.index = index
         self.rate = rate
         self.propagation = propagation
@@ -69,11 +76,11 @@ class Node:
         self.name = name
         self.recorder = recorder or Recorder()
         self.ports: dict[int, Port] = {}
-        self.timers: list = []
+        self.timers: list[Timer] = []
         self._tseq = 0
-        self.outbox: list = []
+        self.outbox: list[Transmission] = []
         self.counters: dict[str, int] = {}
-        self._fc_tick_period = None
+        self._fc_tick_period = 0             # set by start() when it arms the periodic flow-control packets
         self.lid = 0                        # HCAs: their LID; switches: port 0's (build.switch_lids)
         self.cc_settings: CCAttributes | None = None    # CC attributes for CC MADs (IBA annex A10)
         self.cc_key = 0                     # CC_Key a CC Set MAD must carry (0: none)
@@ -84,11 +91,11 @@ class Node:
         self.cc_key = cc_key
 
     # ---------------------------------------------------------------- timers
-    def at(self, t: int, fn, *args) -> None:
+    def at(self, t: int, fn: Callable[..., None], *args: Any) -> None:
         self._tseq += 1
         heappush(self.timers, (t, self._tseq, fn, args))
 
-    def next_deadline(self):
+    def next_deadline(self) -> int | None:
         return self.timers[0][0] if self.timers else None
 
     def wake(self, now: int) -> None:
@@ -148,7 +155,7 @@ class Node:
             rx.abr = (rx.abr + blocks) & 0xFFF
             self._send_fcp(port, vl, now)
 
-    def receive_link(self, port: Port, frame, now: int) -> int | None:
+    def receive_link(self, port: Port, frame: Buf, now: int) -> int | None:
         """Apply a flow-control packet; return its VL (None when it was dropped)."""
         if not link_crc_ok(frame):
             self.port_error(port, "PortRcvErrors")

@@ -23,17 +23,19 @@ from typing import TYPE_CHECKING
 from .params import SwitchParams
 from ..wire.codec import (get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl,
                           get_vl, icrc_ok, set_vl)
-from ..wire.layout import GRH_PACKET_MIN
+from ..wire.layout import GRH_PACKET_MIN, Buf
 from ..wire.mad import GSI_QP
 from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 from ..wire.opcodes import is_data
 from .credits import blocks_of
+from .mad_agent import MADAgent
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from .vlarb import VLArbiter
 
 if TYPE_CHECKING:
     from .hooks import Marker
+    from .recorder import Recorder
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
 
@@ -43,22 +45,23 @@ class Entry:
     __slots__ = ("frame", "inp", "vl_in", "out", "vl", "blocks", "eligible", "tail",
                  "bypassed", "data")
 
-    def __init__(self, frame, inp, vl_in, out, vl, blocks, eligible, tail, data):
-        self.frame = frame
-        self.inp = inp
-        self.vl_in = vl_in
-        self.out = out
-        self.vl = vl
-        self.blocks = blocks
-        self.eligible = eligible
-        self.tail = tail
-        self.bypassed = 0
-        self.data = data
+    def __init__(self, frame: bytearray, inp: int, vl_in: int, out: int, vl: int, blocks: int,
+                 eligible: int, tail: int, data: bool) -> None:
+        self.frame = frame                  # the packet (its VL and FECN rewritten in place)
+        self.inp = inp                      # input port (-1: port 0, the switch's own)
+        self.vl_in = vl_in                  # VL it arrived on
+        self.out = out                      # output port
+        self.vl = vl                        # VL it leaves on
+        self.blocks = blocks                # credit blocks it holds in the input buffer
+        self.eligible = eligible            # ps: may start on the output link from then on
+        self.tail = tail                    # ps: its last byte is in
+        self.bypassed = 0                   # times a newer packet was sent before it
+        self.data = data                    # a data packet (not an ACK, CNP or MAD)
 
 
 class Switch(Node):
     lid = 0                                         # management port 0 (build.switch_lids)
-    def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder=None):
+    def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.params = params
         self.lft = lft
@@ -75,8 +78,8 @@ class Switch(Node):
         self.arb: dict[int, VLArbiter] = {}
         self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
         self.marker: Marker | None = None           # congestion marking (ibemu.fabric.hooks)
-        self.agent = None                           # MADAgent of port 0, made on first use
-        self.enforce_pkeys = getattr(params, "enforce_pkeys", False)
+        self.agent: MADAgent | None = None          # MADAgent of port 0, made on first use
+        self.enforce_pkeys = params.enforce_pkeys
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
 
     def attach_marker(self, marker: Marker) -> None:
@@ -94,7 +97,7 @@ class Switch(Node):
         self._wake_at[port.index] = -1
 
     # ---------------------------------------------------------------- receive
-    def receive(self, pidx: int, frame, link: bool, now: int) -> None:
+    def receive(self, pidx: int, frame: bytearray, link: bool, now: int) -> None:
         port = self.ports.get(pidx)
         if port is None:
             self.count("dropped_no_port")
@@ -128,9 +131,9 @@ class Switch(Node):
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
             return
         if self.enforce_pkeys and lnh >= LNH_IBA_LOCAL and vl_in != VL15:      # (VL15: QP0, exempt)
-            table = self.pkey_tables.get(pidx)
-            if table is not None:
-                if not table.allows(get_pkey_any(frame)):
+            ptable = self.pkey_tables.get(pidx)
+            if ptable is not None:
+                if not ptable.allows(get_pkey_any(frame)):
                     self._drop_received(port, vl_in, blocks, now, "PortRcvConstraintErrors")
                     return
         if vl_in == VL15:                           # management: not flow controlled
@@ -155,7 +158,7 @@ class Switch(Node):
             self.marker.on_arrival(self, e, now)
         self._try_output(out, now)
 
-    def _to_agent(self, port: Port, frame, vl_in: int, blocks: int, now: int) -> None:
+    def _to_agent(self, port: Port, frame: bytearray, vl_in: int, blocks: int, now: int) -> None:
         """A packet for the switch's own LID (management port 0, IBA 14.2.5): a MAD on
         VL15 to QP1 goes to the management agent (:mod:`ibemu.fabric.mad_agent`) once
         its last byte is in, and the response is injected on VL15 (docs/dcms.md:
@@ -166,19 +169,18 @@ class Switch(Node):
             return
         self.at(now + port.tx_time(len(frame)), self._agent_rx, port, frame)
 
-    def _agent_rx(self, now: int, port: Port, frame) -> None:
+    def _agent_rx(self, now: int, port: Port, frame: Buf) -> None:
         if not icrc_ok(frame):
             self.port_error(port, "PortRcvErrors")
             return
         agent = self.agent
         if agent is None:
-            from .mad_agent import MADAgent
             agent = self.agent = MADAgent(self)
         reply = agent.handle(frame, now)
         if reply is not None and not self.inject(reply, now):
             self.count("MADs_unroutable")
 
-    def inject(self, frame, now: int) -> bool:
+    def inject(self, frame: bytearray, now: int) -> bool:
         """Send a management packet this switch originates (e.g. a CN to the subnet
         manager, seed 000 §6.2, or a MAD response) on VL15, routed by its DLID; False
         when unroutable.  It enters the crossbar from port 0 (input index -1)."""
@@ -192,7 +194,7 @@ class Switch(Node):
         return True
 
     # ---------------------------------------------------------------- scheduling
-    def _pick(self, q: list, now: int):
+    def _pick(self, q: list[Entry], now: int) -> int | None:
         """Index of the packet of FIFO *q* to send now, or None (seed 003 Table 1:
         FIFO with bypass of the head when its input is busy, at most bypass_limit)."""
         head = q[0]
@@ -226,6 +228,7 @@ class Switch(Node):
             self._arm_eligibility(o, q15, now)
         queues = self.queues[o]
         arb = self.arb[o]
+        vl: int | None                              # the VL to send from (None: none can)
         if arb.single is not None:
             vl = arb.single
             q = queues[vl]
@@ -237,7 +240,7 @@ class Switch(Node):
                 self._arm_eligibility(o, q, now)
                 return
         else:
-            picks = {}
+            picks: dict[int, int] = {}              # VL -> index of its pick
             starved = False
             for vl, q in enumerate(queues):
                 if q:
@@ -262,7 +265,7 @@ class Switch(Node):
         e = q.pop(i)
         self._transmit(port, e, now)
 
-    def _arm_eligibility(self, o: int, q: list, now: int) -> None:
+    def _arm_eligibility(self, o: int, q: list[Entry], now: int) -> None:
         """Wake when the FIFO's pick can change with time alone: at the head's
         eligibility; or, when the head is eligible but its input is busy and it may still
         be bypassed, at the eligibility of the first newer packet not yet eligible

@@ -66,7 +66,7 @@ class OnOff(Generator):
         self.rng = random.Random((seed << 32) ^ zlib.crc32(name.encode()))
         self.mean_on = mean_on
         self.mean_off = mean_off
-        self.on_until = start + self._draw(mean_on)
+        self.on_until: int = start + self._draw(mean_on)
         self.off_until = self.on_until + self._draw(mean_off)
 
     def _draw(self, mean: int) -> int:

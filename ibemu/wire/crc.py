@@ -25,7 +25,7 @@ import zlib
 from functools import lru_cache
 from typing import Protocol
 
-import anycrc  # type: ignore[import-untyped]
+import anycrc
 
 from .layout import BTH_CN, GRH_LEN, LRH_LEN, Buf
 

@@ -212,7 +212,7 @@ def unpack_cc_table(data: Buf) -> tuple[int, list[tuple[int, int]]]:
 
 # ---------------------------------------------------------------- whole MADs
 
-def build_mad(mgmt_class: int, method: int, attr_id: int, attr: bytes = b"", *, tid: int = 0,
+def build_mad(mgmt_class: int, method: int, attr_id: int, attr: Buf = b"", *, tid: int = 0,
               attr_mod: int = 0, status: int = 0, cc_key: int = 0) -> bytes:
     """A 256-byte MAD of class PerfMgt or CC carrying the 192-byte attribute *attr*."""
     if mgmt_class not in CLASS_VERSION:
@@ -265,7 +265,7 @@ def parse_mad(buf: Buf) -> MAD:
     return m
 
 
-def response(req: MAD, attr: bytes, status: int = STATUS_OK) -> bytes:
+def response(req: MAD, attr: Buf, status: int = STATUS_OK) -> bytes:
     """The GetResp to *req* (same class, attribute, modifier and TransactionID)."""
     return build_mad(req.mgmt_class, GET_RESP, req.attr_id, attr, tid=req.tid, attr_mod=req.attr_mod,
                      status=status, cc_key=req.cc_key)
