@@ -188,7 +188,7 @@ def make_injectors(fabric: BuiltFabric, spec: FaultSpec | None, seed: int) -> di
     out: dict[str, LinkFaultInjector] = {}
     if spec is None:
         return out
-    for label, (a, pa, b, pb) in fabric.link_ends.items():
+    for label, (a, pa, _b, _pb) in fabric.link_ends.items():
         f = spec.for_link(label)
         if f is None:
             continue

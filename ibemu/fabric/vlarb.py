@@ -33,7 +33,7 @@ class _WRR:
             return None
         idx, rem = self.idx, self.remaining
         for _ in range(n + 1):
-            vl, w = self.entries[idx]
+            vl, _w = self.entries[idx]
             if rem > 0 and vl in ready:
                 return vl
             idx = (idx + 1) % n

@@ -31,9 +31,9 @@ writes fields through the accessors of :mod:`ibemu.wire.codec`, never by offset
 """
 from __future__ import annotations
 
-from typing import Final, Union
+from typing import Final, TypeAlias
 
-Buf = Union[bytes, bytearray, memoryview]
+Buf: TypeAlias = bytes | bytearray | memoryview
 """A frame as the wire modules read it: the bytes on the wire, LRH first, VCRC last."""
 
 # ------------------------------------------------------------------ header sizes (bytes)

@@ -22,7 +22,7 @@ management traffic: not flow controlled, ahead of data.
 from __future__ import annotations
 
 import struct
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .codec import build, get_destqp, get_lnh, get_ud_payload
 from .layout import DETH_LEN, PACKET_OVERHEAD, Buf

@@ -101,7 +101,7 @@ class DCMSManager(HCA):
             self._pending.clear()
         self._answers = {key: {} for key in self.targets}
         self._sweep_no += 1
-        for key, (sw, lid, port, _, _, _) in sorted(self.targets.items()):
+        for key, (_sw, lid, port, _, _, _) in sorted(self.targets.items()):
             for attr_id, layout, kind in _KINDS:
                 self._tid += 1
                 self._pending[self._tid] = (key, kind)

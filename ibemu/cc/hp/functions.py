@@ -145,7 +145,7 @@ class RateTable:
         self.rpi = [1] * n
         for ipd in range(n):
             r = ipd_rate(ipd)
-            self.dec[ipd] = min(n - 1, max(ipd + 1, int(round(1.0 / fn.dec(r) - 1.0))))
+            self.dec[ipd] = min(n - 1, max(ipd + 1, round(1.0 / fn.dec(r) - 1.0)))
             if ipd:
                 self._level(ipd, 0.0)
         # along the recovery path from Rmin, carry the rounding so that the whole climb
@@ -187,7 +187,7 @@ class RateTable:
 
 def round_rpi(x: float) -> int:
     """RPI is a whole number of packets, at least one."""
-    return max(1, int(math.floor(x + 0.5)))
+    return max(1, math.floor(x + 0.5))
 
 
 class WindowTable:

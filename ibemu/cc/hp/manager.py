@@ -121,7 +121,7 @@ class SubnetManager:
         self.fabric = fabric
         # destination CAs: a marked data packet from a non-compliant source -> CN
         reporter = ReportToManager(self)
-        for flow, (snd, rcv) in fabric.qps.items():
+        for _flow, (snd, rcv) in fabric.qps.items():
             if snd.hca.lid in self.nc_lids and rcv.hca.name not in spec.noncompliant_cas:
                 rcv.hca.attach_notifier(rcv.qpn, reporter)
 

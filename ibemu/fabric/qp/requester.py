@@ -185,7 +185,7 @@ class RCRequester(FlowSource):
         self.hca.count("go_back_n")
         redo: deque[tuple[int, int, bytes]] = deque()
         una = self.una
-        for first, npk, stored, n, msg in self._unacked:
+        for first, npk, stored, n, _msg in self._unacked:
             d = (una - first) % PSN_MOD
             if d >= npk and d < PSN_HALF:
                 continue                                    # already acknowledged

@@ -138,7 +138,7 @@ class RCResponder(SenderBase):
         """A duplicate RDMA READ request: execute it again from *psn* (IBA 9.7).
         Pending responses from *psn* on are dropped first: the requester resends every
         request after this one too (go-back-N)."""
-        for first, npk, n, msg in reversed(self.read_log):
+        for first, npk, n, msg in reversed(self.read_log):  # noqa: B007 (n, msg: the match, after break)
             d = (psn - first) % PSN_MOD
             if d < npk:
                 break
@@ -157,7 +157,7 @@ class RCResponder(SenderBase):
         return self._paced(now)
 
     def next_size(self) -> int:
-        psn, left, first = self.reads[0][:3]
+        _psn, left, first = self.reads[0][:3]
         n = min(left, self.hca.mtu)
         return wire_size(n, AETH_LEN if (first or n == left) else 0)
 
