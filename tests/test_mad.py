@@ -26,7 +26,8 @@ from ibemu.layers import (
     SwitchPortCongestionSetting,
 )
 from ibemu.wire import mad as M
-from ibemu.wire.codec import icrc_ok, parse, vcrc_ok
+from ibemu.wire.codec import parse
+from ibemu.wire.fields import icrc_ok, vcrc_ok
 
 
 def values_for(layout):

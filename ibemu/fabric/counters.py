@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from ..units import PS_PER_S
-from ..wire.codec import get_becn_local, get_fecn_local
+from ..wire.fields import get_becn_local, get_fecn_local
 from ..wire.layout import CN_LOCAL, Buf
 
 TICK_BYTES = 64                      # PortXmitWait tick: one credit block at the port rate

@@ -17,7 +17,7 @@ from .credits import blocks_of
 from .mad_agent import MADAgent
 from .node import VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
-from ..wire.codec import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
+from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
 from ..wire.layout import PACKET_OVERHEAD, Buf
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
 from .traffic import INF

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..wire import mad as M
-from ..wire.codec import get_sl, get_slid
+from ..wire.fields import get_sl, get_slid
 from ..wire.layout import Buf
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..units import PS_PER_S
-from ..wire.codec import get_pktlen, vcrc_ok
+from ..wire.fields import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
 from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
 from .counters import PortCounters

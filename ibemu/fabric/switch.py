@@ -21,8 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .params import SwitchParams
-from ..wire.codec import (get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl,
-                          get_vl, icrc_ok, set_vl)
+from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl, get_vl, icrc_ok, set_vl
 from ..wire.layout import GRH_PACKET_MIN, Buf
 from ..wire.mad import GSI_QP
 from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL

@@ -24,7 +24,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 
-from .codec import build, get_destqp, get_lnh, get_ud_payload
+from .codec import build
+from .fields import get_destqp, get_lnh, get_ud_payload
 from .layout import DETH_LEN, PACKET_OVERHEAD, Buf
 from .opcodes import LNH_IBA_LOCAL, UD_SEND_ONLY
 

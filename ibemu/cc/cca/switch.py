@@ -56,7 +56,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from ...fabric.node import VL15
-from ...wire.codec import get_fecn, set_fecn
+from ...wire.fields import get_fecn, set_fecn
 from .settings import SwitchSetting
 
 if TYPE_CHECKING:

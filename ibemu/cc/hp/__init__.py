@@ -19,7 +19,7 @@ from ...fabric.network import Fabric
 from ...fabric.qp import RCRequester, RCResponder, SenderBase
 from ...fabric.switch import Switch
 from ...wire import opcodes as OP
-from ...wire.codec import get_becn_local, get_opcode, set_becn
+from ...wire.fields import get_becn_local, get_opcode, set_becn
 from ...wire.layout import MAX_HEADERS, Buf
 from ..registry import InstallContext, Scheme
 from .config import HPSpec, parse_hp

@@ -27,7 +27,8 @@ from ...fabric.hca import HCA
 from ...fabric.node import VL15
 from ...fabric.switch import Switch
 from ...wire import opcodes as OP
-from ...wire.codec import build, get_dlid, get_fecn_local, get_opcode, get_slid, get_ud_payload
+from ...wire.codec import build
+from ...wire.fields import get_dlid, get_fecn_local, get_opcode, get_slid, get_ud_payload
 from ...wire.layout import Buf
 from .marking import Notify
 

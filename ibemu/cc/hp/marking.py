@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
 from ...fabric.node import VL15
-from ...wire.codec import get_fecn, set_fecn
+from ...wire.fields import get_fecn, set_fecn
 
 if TYPE_CHECKING:
     from ...fabric.switch import Entry, Switch

@@ -25,7 +25,7 @@ digests, so a test can prove delivery exactly once, intact and in order.
 """
 from __future__ import annotations
 
-from ...wire.codec import get_psn, payload_len, payload_of, set_ackreq
+from ...wire.fields import get_psn, payload_len, payload_of, set_ackreq
 from ...wire.layout import packet_size as wire_size
 from ..traffic import INF
 from .cnp import answer_cnp

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...wire import opcodes as OP
-from ...wire.codec import build, get_pkey, get_sl, get_slid
+from ...wire.codec import build
+from ...wire.fields import get_pkey, get_sl, get_slid
 from ...wire.layout import Buf
 
 if TYPE_CHECKING:

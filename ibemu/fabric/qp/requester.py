@@ -21,8 +21,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from ...wire import opcodes as OP
-from ...wire.codec import (get_ackreq, get_aeth_syndrome, get_becn_local, get_fecn_local,
-                           get_opcode, get_psn, payload_len, payload_of, set_ackreq)
+from ...wire.fields import (get_ackreq, get_aeth_syndrome, get_becn_local, get_fecn_local, get_opcode, get_psn,
+                           payload_len, payload_of, set_ackreq)
 from ...wire.layout import RETH_LEN, Buf, packet_size as wire_size
 from .psn import NAK_PSN_SEQ, PSN_HALF, PSN_MOD, RC_RESPONSES
 from .sender import FlowSource

@@ -21,8 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ...wire import opcodes as OP
-from ...wire.codec import (get_ackreq, get_fecn_local, get_opcode, get_psn, get_reth_dma_len,
-                           payload_len, payload_of)
+from ...wire.fields import get_ackreq, get_fecn_local, get_opcode, get_psn, get_reth_dma_len, payload_len, payload_of
 from ...wire.layout import AETH_LEN, Buf, packet_size as wire_size
 from .psn import ACK_SYNDROME, LAST_OPCODES, NAK_PSN_SEQ, PSN_HALF, PSN_MOD, RC_REQUESTS
 from .sender import SenderBase

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...units import PS_PER_S
-from ...wire.codec import build, get_slid
+from ...wire.codec import build
+from ...wire.fields import get_slid
 from ...wire.layout import Buf
 from .cnp import answer_cnp
 

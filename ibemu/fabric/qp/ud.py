@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...wire import opcodes as OP
-from ...wire.codec import get_fecn_local, get_opcode, get_psn, payload_len, payload_of
+from ...wire.fields import get_fecn_local, get_opcode, get_psn, payload_len, payload_of
 from ...wire.layout import DETH_LEN, Buf, packet_size as wire_size
 from .cnp import answer_cnp
 from .psn import PSN_HALF, PSN_MOD, UD_SENDS
