@@ -31,7 +31,23 @@ from .fabric.params import FlowSpec
 from .scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from .sim.engine import VirtualEngine
 from .units import PS_PER_US
-from .wire.crc import icrc, lpcrc, vcrc
+from .wire.crc import lpcrc
+from .wire.layout import LRH_LEN, VCRC_LEN
+from .wire.mutate import (
+    fix_crcs,
+    flip_icrc_bit,
+    flip_vcrc_bit,
+    insert_before_vcrc,
+    set_ackreq_byte,
+    set_destqp,
+    set_dlid,
+    set_lnh,
+    set_opcode,
+    set_pkey,
+    set_pktlen,
+    set_psn,
+    set_vl,
+)
 
 MUTATIONS = ("truncate", "extend", "pktlen", "opcode", "vcrc", "icrc", "vl", "lnh", "garbage",
              "bitflip", "header", "pkey", "dlid", "destqp", "psn", "replay")
@@ -49,23 +65,6 @@ def fuzz_scenario(seed: int = 1) -> Scenario:
                     flows=flows, seed=seed)
 
 
-def _fix_crcs(f: bytearray, icrc_too: bool = True) -> bytearray:
-    """Recompute ICRC (when the frame is long enough) and VCRC in place."""
-    n = len(f)
-    if icrc_too and n >= 26 and (f[1] & 3) in (2, 3):
-        end = n - 6
-        if (f[1] & 3) == 2 or end >= 60:
-            f[end:end + 4] = icrc(bytes(f[8:end]), f[1] & 3).to_bytes(4, "little")
-    if n >= 2:
-        f[n - 2:] = vcrc(bytes(f[:n - 2])).to_bytes(2, "little")
-    return f
-
-
-def _set_pktlen(f: bytearray, words: int) -> None:
-    f[4] = (f[4] & 0xF8) | ((words >> 8) & 7)
-    f[5] = words & 0xFF
-
-
 def mutate(rng: random.Random, base: bytes, kind: str) -> bytearray:
     """A mutated copy of packet *base* (LRH ... VCRC)."""
     f = bytearray(base)
@@ -73,60 +72,60 @@ def mutate(rng: random.Random, base: bytes, kind: str) -> bytearray:
     if kind == "truncate":
         f = f[:rng.randrange(n)]
         if rng.random() < 0.5 and len(f) >= 2:
-            if len(f) >= 8:
-                _set_pktlen(f, (len(f) - 2) // 4)
-            _fix_crcs(f, icrc_too=False)
+            if len(f) >= LRH_LEN:
+                set_pktlen(f, (len(f) - VCRC_LEN) // 4)
+            fix_crcs(f, icrc_too=False)
     elif kind == "extend":
-        f = f[:-2] + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))) + f[-2:]
+        f = insert_before_vcrc(f, bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))))
         if rng.random() < 0.5:
-            _set_pktlen(f, (len(f) - 2) // 4)
-        _fix_crcs(f, icrc_too=rng.random() < 0.5)
+            set_pktlen(f, (len(f) - VCRC_LEN) // 4)
+        fix_crcs(f, icrc_too=rng.random() < 0.5)
     elif kind == "pktlen":
-        _set_pktlen(f, rng.randrange(2048))
-        _fix_crcs(f, icrc_too=False)
+        set_pktlen(f, rng.randrange(2048))
+        fix_crcs(f, icrc_too=False)
     elif kind == "opcode":
-        f[8] = rng.randrange(256)
-        _fix_crcs(f)
+        set_opcode(f, rng.randrange(256))
+        fix_crcs(f)
     elif kind == "vcrc":
-        f[-1 - rng.randrange(2)] ^= 1 << rng.randrange(8)
+        flip_vcrc_bit(f, rng.randrange(2), rng.randrange(8))
     elif kind == "icrc":
-        f[-3 - rng.randrange(4)] ^= 1 << rng.randrange(8)
-        _fix_crcs(f, icrc_too=False)
+        flip_icrc_bit(f, rng.randrange(4), rng.randrange(8))
+        fix_crcs(f, icrc_too=False)
     elif kind == "vl":
-        f[0] = (rng.randrange(16) << 4) | (f[0] & 0xF)
-        _fix_crcs(f, icrc_too=False)
+        set_vl(f, rng.randrange(16))
+        fix_crcs(f, icrc_too=False)
     elif kind == "lnh":
-        f[1] = (f[1] & 0xFC) | rng.choice((0, 1, 3))
-        _fix_crcs(f)
+        set_lnh(f, rng.choice((0, 1, 3)))
+        fix_crcs(f)
     elif kind == "garbage":
         f = bytearray(rng.randrange(256) for _ in range(rng.choice((0, 1, 5, 6, 7, 25, 26, 40, 300))))
         if rng.random() < 0.5:
-            _fix_crcs(f)
+            fix_crcs(f)
     elif kind == "bitflip":
         for _ in range(rng.randint(1, 8)):
             bit = rng.randrange(n * 8)
             f[bit >> 3] ^= 1 << (bit & 7)
         if rng.random() < 0.3:
-            _fix_crcs(f)
+            fix_crcs(f)
     elif kind == "header":
         for _ in range(rng.randint(1, 6)):
             f[rng.randrange(min(n, 40))] = rng.randrange(256)
-        _fix_crcs(f, icrc_too=rng.random() < 0.8)
+        fix_crcs(f, icrc_too=rng.random() < 0.8)
     elif kind == "pkey":
-        f[10], f[11] = rng.randrange(256), rng.randrange(256)
-        _fix_crcs(f)
+        hi = rng.randrange(256)
+        set_pkey(f, (hi << 8) | rng.randrange(256))
+        fix_crcs(f)
     elif kind == "dlid":
-        f[2], f[3] = rng.choice((0, 0xFF, rng.randrange(256))), rng.randrange(8)
-        _fix_crcs(f, icrc_too=False)
+        hi = rng.choice((0, 0xFF, rng.randrange(256)))
+        set_dlid(f, (hi << 8) | rng.randrange(8))
+        fix_crcs(f, icrc_too=False)
     elif kind == "destqp":
-        f[13:16] = rng.randrange(1 << 24).to_bytes(3, "big") if rng.random() < 0.5 else \
-            (0x100 + rng.randrange(1, 8)).to_bytes(3, "big")
-        _fix_crcs(f)
+        set_destqp(f, rng.randrange(1 << 24) if rng.random() < 0.5 else 0x100 + rng.randrange(1, 8))
+        fix_crcs(f)
     elif kind == "psn":
-        f[17:20] = rng.randrange(1 << 24).to_bytes(3, "big") if rng.random() < 0.3 else \
-            rng.randrange(64).to_bytes(3, "big")
-        f[16] = rng.choice((0, 0x80))
-        _fix_crcs(f)
+        set_psn(f, rng.randrange(1 << 24) if rng.random() < 0.3 else rng.randrange(64))
+        set_ackreq_byte(f, rng.choice((0, 1)))
+        fix_crcs(f)
     elif kind == "replay":
         pass
     else:
@@ -242,11 +241,11 @@ class FuzzRig:
             base = rng.choice(self.samples)
             lid = node.lid if isinstance(node, HCA) else None
             if lid is not None and rng.random() < 0.7:      # aim at this HCA and its QPs
-                base = bytearray(base)
-                base[2], base[3] = lid >> 8, lid & 0xFF
+                aimed = bytearray(base)
+                set_dlid(aimed, lid)
                 if node.qps and rng.random() < 0.7:
-                    base[13:16] = rng.choice(list(node.qps)).to_bytes(3, "big")
-                base = bytes(_fix_crcs(base))
+                    set_destqp(aimed, rng.choice(list(node.qps)))
+                base = bytes(fix_crcs(aimed))
             frame, link = mutate(rng, base, kind), False
         verdict = self.feed(node, port, frame, link)
         self.stats[(type(node).__name__, kind, verdict)] += 1

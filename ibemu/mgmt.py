@@ -18,12 +18,11 @@ LID are the attribute's fields in that order):
 """
 from __future__ import annotations
 
-import struct
-
 from .errors import UserError
 from .fabric.mad_agent import MADAgent
 from .perfquery import field_line, format_counters
 from .wire import mad as M
+from .wire.mutate import mad_is_response, mad_tid, mad_with_tid
 
 OPS = {"SS": "SwitchCongestionSetting", "SP": "SwitchPortCongestionSetting",
        "CS": "CACongestionSetting", "CT": "CongestionControlTable"}
@@ -34,11 +33,6 @@ _ARGS = {"SwitchCongestionSetting": ("controlmap", "victimmask", "creditmask", "
          "CACongestionSetting": ("port_control", "control_map", "ccti_timer", "ccti_increase",
                                  "trigger_threshold", "ccti_min"),
          "CongestionControlTable": ("cctilimit", "index", "cctentry")}
-
-
-def set_tid(mad: bytes, tid: int) -> bytes:
-    """*mad* with its TransactionID (bytes 8-15) replaced."""
-    return mad[:8] + struct.pack(">Q", tid) + mad[16:]
 
 
 def perf_get(port: int, extended: bool = False) -> bytes:
@@ -146,7 +140,7 @@ class ManagementClient:
 
     def send(self, now: int, dlid: int, mad: bytes, tid: int) -> None:
         hca = self.hca
-        frame = M.build_mad_packet(dlid, hca.lid, set_tid(mad, tid))
+        frame = M.build_mad_packet(dlid, hca.lid, mad_with_tid(mad, tid))
         if dlid == hca.lid:
             reply = MADAgent(hca).handle(frame, now)
             if reply is not None:
@@ -158,8 +152,8 @@ class ManagementClient:
 
     def on_packet(self, now: int, frame):
         raw = M.mad_of(frame)
-        if raw is not None and raw[3] & 0x80:
-            tid = struct.unpack_from(">Q", raw, 8)[0]
+        if raw is not None and mad_is_response(raw):
+            tid = mad_tid(raw)
             if tid in self.pending:
                 self.pending.discard(tid)
                 self.on_response(tid, raw)

@@ -41,13 +41,12 @@ sockets are unconnected so that the kernel does not drop such datagrams uncounte
 from __future__ import annotations
 
 import select
-import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..fabric.faults import DuplicateFilter
 from ..sim.scheduler import INF, Scheduler, SimNode
-from ..wire.shim import KIND_LINK, MAGIC, SHIM_LEN, VERSION
+from ..wire.shim import KIND_LINK, MAGIC, SHIM, SHIM_LEN, VERSION
 from .sockets import open_port_socket, resolve
 
 DUP_WINDOW = 4096
@@ -55,8 +54,6 @@ DUP_WINDOW = 4096
 right after its original on the same socket, so it arrives right after it; the virtual
 clock's window (65,536, for copies held back by reordering) would cost a worker about
 8 MB per faulty link it receives on."""
-_SHIM = struct.Struct(">2sBBIQ")
-_MAGIC0, _MAGIC1 = MAGIC[0], MAGIC[1]
 
 
 class SeqCheck:
@@ -169,7 +166,7 @@ class SocketPorts:
         peer's socket at once (loopback delivers it during ``send``): within a process no
         frame is ever behind its receiver."""
         cap = self.capture
-        pack = _SHIM.pack
+        pack = SHIM.pack
         faults_until = self.faults_until
         ports = self.ports[node]
         for p, frame, link, ts in node.outbox:
@@ -201,7 +198,7 @@ class SocketPorts:
             ps.inj_lost += 1                    # lost on purpose: no sequence number used
             return
         ps.tx_seq = s = (ps.tx_seq + 1) & 0xFFFFFFFF
-        pack = _SHIM.pack
+        pack = SHIM.pack
         for k, (extra, f, _) in enumerate(deliveries):
             if k:
                 ps.dup_sent += 1                # a second copy, same sequence number
@@ -224,11 +221,13 @@ class SocketPorts:
             lp.strangers += 1
             self.drain(lp, buf)
             return
-        if n < SHIM_LEN or buf[0] != _MAGIC0 or buf[1] != _MAGIC1 or buf[2] != VERSION \
-                or buf[3] > KIND_LINK:
+        if n < SHIM_LEN:
             self.bad_datagrams += 1
             return
-        _, _, kind, dseq, tns = _SHIM.unpack_from(buf, 0)
+        magic, version, kind, dseq, tns = SHIM.unpack_from(buf, 0)
+        if magic != MAGIC or version != VERSION or kind > KIND_LINK:
+            self.bad_datagrams += 1
+            return
         if lp.rx_inj is not None and self._duplicate(lp, dseq):
             return
         rx = lp.rx
@@ -261,7 +260,8 @@ class SocketPorts:
         sock = ps.sock
         rx = ps.rx
         node, index, prop, peer = ps.node, ps.index, ps.propagation, ps.peer
-        unpack = _SHIM.unpack_from
+        unpack = SHIM.unpack_from
+        our_magic = MAGIC
         deliver = self.sched.deliver
         faulty = ps.rx_inj is not None
         while limit:
@@ -275,11 +275,11 @@ class SocketPorts:
             if src != peer:
                 ps.strangers += 1               # not from the peer port: dropped, counted
                 continue
-            if n < SHIM_LEN or buf[0] != _MAGIC0 or buf[1] != _MAGIC1:
+            if n < SHIM_LEN:
                 self.bad_datagrams += 1
                 continue
-            _, version, kind, dseq, tns = unpack(buf, 0)
-            if version != VERSION or kind > KIND_LINK:
+            magic, version, kind, dseq, tns = unpack(buf, 0)
+            if magic != our_magic or version != VERSION or kind > KIND_LINK:
                 self.bad_datagrams += 1
                 continue
             if faulty and self._duplicate(ps, dseq):

@@ -30,7 +30,9 @@ from collections.abc import Sequence
 
 from ..wire import codec
 from ..wire import opcodes as OP
-from ..wire.crc import lpcrc, vcrc
+from ..wire.crc import lpcrc
+from ..wire.layout import PACKET_OVERHEAD, PKTLEN_MASK, VCRC_LEN
+from ..wire.mutate import fix_vcrc, flip_vcrc_bit, set_pktlen
 from ..wire.shim import KIND_LINK, KIND_PACKET, MAGIC, VERSION, pack_shim
 
 EXPECT = {
@@ -55,11 +57,6 @@ def _frame(rng: random.Random, dlid: int, slid: int, pkey: int = 0xFFFF, vl: int
                        payload=bytes(rng.randrange(256) for _ in range(rng.choice((4, 64, 256)))))
 
 
-def _fix_vcrc(f: bytearray) -> bytearray:
-    f[-2:] = vcrc(bytes(f[:-2])).to_bytes(2, "little")
-    return f
-
-
 def make(rng: random.Random, kind: str, seq: int, *, dlid: int, slid: int,
          bad_vl: int = 14, bad_pkey: int = 0x1234, nolid: int = 0xBEEF) -> bytes:
     """One datagram of *kind* (see :data:`EXPECT`), shim sequence number *seq*."""
@@ -71,11 +68,10 @@ def make(rng: random.Random, kind: str, seq: int, *, dlid: int, slid: int,
         junk[0] = rng.choice([b for b in range(256) if b != MAGIC[0]])
         return bytes(junk)
     if kind == "version":
-        return MAGIC + bytes([rng.choice([v for v in range(256) if v != VERSION]), 0]) + shim[4:] + \
+        return pack_shim(KIND_PACKET, seq, 0, version=rng.choice([v for v in range(256) if v != VERSION])) + \
             bytes(_frame(rng, dlid, slid))
     if kind == "kind":
-        return MAGIC + bytes([VERSION, rng.randrange(KIND_LINK + 1, 256)]) + shim[4:] + \
-            bytes(_frame(rng, dlid, slid))
+        return pack_shim(rng.randrange(KIND_LINK + 1, 256), seq, 0) + bytes(_frame(rng, dlid, slid))
     if kind in ("link_len", "link_crc"):
         head = bytes(rng.randrange(256) for _ in range(4))
         crc = lpcrc(head)
@@ -87,19 +83,16 @@ def make(rng: random.Random, kind: str, seq: int, *, dlid: int, slid: int,
         return pack_shim(KIND_LINK, seq, 0) + body
     f = _frame(rng, dlid, slid)
     if kind == "vcrc":
-        f[-1 - rng.randrange(2)] ^= 1 << rng.randrange(8)
+        flip_vcrc_bit(f, rng.randrange(2), rng.randrange(8))
     elif kind == "truncated":
-        f = _fix_vcrc(f[:rng.randrange(26, len(f) - 1)])
+        f = fix_vcrc(f[:rng.randrange(PACKET_OVERHEAD, len(f) - 1)])
     elif kind == "pktlen":
-        words = ((f[4] & 7) << 8) | f[5]
-        words = (words + rng.choice((-3, -2, -1, 1, 2, 50))) & 0x7FF
-        f[4] = (f[4] & 0xF8) | (words >> 8)
-        f[5] = words & 0xFF
-        f = _fix_vcrc(f)
+        set_pktlen(f, (codec.get_pktlen(f) + rng.choice((-3, -2, -1, 1, 2, 50))) & PKTLEN_MASK)
+        f = fix_vcrc(f)
     elif kind == "vl":
         f = _frame(rng, dlid, slid, vl=bad_vl)
     elif kind == "tiny":
-        f = _fix_vcrc(bytearray(rng.randrange(256) for _ in range(rng.randrange(2, 26))))
+        f = fix_vcrc(bytearray(rng.randrange(256) for _ in range(rng.randrange(VCRC_LEN, PACKET_OVERHEAD))))
     elif kind == "unroutable":
         f = codec.build(dlid=nolid, slid=slid, opcode=OP.RC_SEND_ONLY, destqp=5, payload=bytes(8))
     elif kind == "pkey":

@@ -13,19 +13,25 @@ time even when its own wake-ups are late (../shared/DESIGN.md §4).
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 MAGIC = b"iB"
 VERSION = 1
 KIND_PACKET, KIND_LINK = 0, 1
 SHIM_LEN = 16
-_SHIM = struct.Struct(">2sBBIQ")
+SHIM: Final = struct.Struct(">2sBBIQ")
+"""The shim's layout, (magic, version, kind, seq, time_ns): for the runtime's hot path,
+which binds ``SHIM.pack`` and ``SHIM.unpack_from`` to locals and checks the fields
+itself; elsewhere :func:`pack_shim` and :func:`unpack_shim`."""
 DEFAULT_PORT_BASE = 18600
 """The first UDP port the runtime hands out; Scapy binds the shim to a range above it."""
 DEFAULT_PORT_COUNT = 2000
 
 
-def pack_shim(kind: int, seq: int, time_ns: int) -> bytes:
-    return _SHIM.pack(MAGIC, VERSION, kind, seq & 0xFFFFFFFF, time_ns & 0xFFFFFFFFFFFFFFFF)
+def pack_shim(kind: int, seq: int, time_ns: int, *, version: int = VERSION) -> bytes:
+    """The shim of a datagram: *seq* and *time_ns* wrap to their widths; *kind* and
+    *version* (another one only to fuzz a receiver) are bytes, not checked."""
+    return SHIM.pack(MAGIC, version, kind, seq & 0xFFFFFFFF, time_ns & 0xFFFFFFFFFFFFFFFF)
 
 
 def unpack_shim(buf: bytes | bytearray | memoryview) -> tuple[int, int, int]:
@@ -37,7 +43,7 @@ def unpack_shim(buf: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     kind: int
     seq: int
     t: int
-    magic, version, kind, seq, t = _SHIM.unpack_from(buf, 0)
+    magic, version, kind, seq, t = SHIM.unpack_from(buf, 0)
     if magic != MAGIC or version != VERSION or kind not in (KIND_PACKET, KIND_LINK):
         raise ValueError("not an ibemu datagram")
     return kind, seq, t
