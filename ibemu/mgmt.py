@@ -22,7 +22,7 @@ from .errors import UserError
 from .fabric.mad_agent import MADAgent
 from .perfquery import field_line, format_counters
 from .wire import mad as M
-from .wire.mutate import mad_is_response, mad_tid, mad_with_tid
+from .wire.mad import mad_is_response, mad_tid, mad_with_tid
 
 OPS = {"SS": "SwitchCongestionSetting", "SP": "SwitchPortCongestionSetting",
        "CS": "CACongestionSetting", "CT": "CongestionControlTable"}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from .codec import build
 from .fields import get_destqp, get_lnh, get_ud_payload
@@ -286,3 +287,25 @@ def mad_of(frame: Buf) -> bytes | None:
     if get_destqp(frame) > GSI_QP:
         return None
     return get_ud_payload(frame, MAD_LEN)
+
+
+# ------------------------------------------------------------------ MAD header (IBA 13.4.3)
+MAD_METHOD: Final = 3        # R(1) | Method(7)
+MAD_TID: Final = 8           # TransactionID, 64 bits
+_TID = struct.Struct(">Q")
+
+
+def mad_is_response(mad: Buf) -> bool:
+    """The R bit of R|Method: the MAD is a response (GetResp, ...)."""
+    return bool(mad[MAD_METHOD] & 0x80)
+
+
+def mad_tid(mad: Buf) -> int:
+    """The MAD's TransactionID."""
+    tid: int = _TID.unpack_from(mad, MAD_TID)[0]
+    return tid
+
+
+def mad_with_tid(mad: bytes, tid: int) -> bytes:
+    """A copy of *mad* with its TransactionID replaced (*tid* must fit in 64 bits)."""
+    return mad[:MAD_TID] + _TID.pack(tid) + mad[MAD_TID + _TID.size:]

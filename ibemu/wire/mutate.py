@@ -14,8 +14,6 @@ ones :mod:`ibemu.wire.mad` does not have yet; they belong there.
 """
 from __future__ import annotations
 
-import struct
-from typing import Final
 
 from .crc import icrc, vcrc
 from .layout import (
@@ -34,7 +32,6 @@ from .layout import (
     PKEY_LOCAL,
     PSN_LOCAL,
     VCRC_LEN,
-    Buf,
 )
 from .opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 
@@ -129,25 +126,3 @@ def insert_before_vcrc(f: bytearray, data: bytes) -> bytearray:
     """A copy of *f* with *data* inserted between the ICRC and the VCRC (the frame
     grows; PktLen and the CRCs are left as they were)."""
     return f[:-VCRC_LEN] + data + f[-VCRC_LEN:]
-
-
-# ------------------------------------------------------------------ MAD header (IBA 13.4.3)
-MAD_METHOD: Final = 3        # R(1) | Method(7)
-MAD_TID: Final = 8           # TransactionID, 64 bits
-_TID = struct.Struct(">Q")
-
-
-def mad_is_response(mad: Buf) -> bool:
-    """The R bit of R|Method: the MAD is a response (GetResp, ...)."""
-    return bool(mad[MAD_METHOD] & 0x80)
-
-
-def mad_tid(mad: Buf) -> int:
-    """The MAD's TransactionID."""
-    tid: int = _TID.unpack_from(mad, MAD_TID)[0]
-    return tid
-
-
-def mad_with_tid(mad: bytes, tid: int) -> bytes:
-    """A copy of *mad* with its TransactionID replaced (*tid* must fit in 64 bits)."""
-    return mad[:MAD_TID] + _TID.pack(tid) + mad[MAD_TID + _TID.size:]
