@@ -1,5 +1,5 @@
 """Raw writes of frame fields, for the fuzzers (:mod:`ibemu.fuzz`,
-:mod:`ibemu.runtime.fuzzpeer`) and the management client (:mod:`ibemu.mgmt`).
+:mod:`ibemu.runtime.fuzzpeer`).
 
 Unlike the setters of :mod:`ibemu.wire.codec` (``set_fecn``, ``set_vl``, ``set_ackreq``,
 which keep the CRCs right), the ``set_*`` functions here write one field of an IBA
@@ -8,9 +8,6 @@ nothing else: the CRCs stay as they were, so a fuzzer can build a frame that is 
 in exactly one way, then call :func:`fix_crcs` or :func:`fix_vcrc` when the frame is to
 get past the link checks.  Values are not range-checked beyond what the field's width
 keeps (PktLen is masked to 11 bits, a byte-wide field takes 0..255).
-
-The MAD header accessors at the end (TransactionID, the R bit of R|Method) are the
-ones :mod:`ibemu.wire.mad` does not have yet; they belong there.
 """
 from __future__ import annotations
 
