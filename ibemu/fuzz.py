@@ -28,6 +28,8 @@ from collections import Counter
 from .build import build_fabric
 from .fabric.hca import HCA
 from .fabric.params import FlowSpec
+from .fabric.qp import RCResponder
+from .fabric.switch import Switch
 from .scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 from .sim.engine import VirtualEngine
 from .units import PS_PER_US
@@ -191,7 +193,9 @@ class FuzzRig:
             node.wake(d)
         for qps in self.fabric.qps.values():
             for qp in qps:
-                reads = getattr(qp, "reads", None)
+                if not isinstance(qp, RCResponder):
+                    continue
+                reads = qp.reads
                 if reads and len(reads) > 4:
                     del reads[4:]
                 if reads and reads[0][1] > 1 << 16:
@@ -200,10 +204,9 @@ class FuzzRig:
     @staticmethod
     def _queued(node, frame) -> bool:
         """The switch holds *frame* (waiting for its output)."""
-        queues = getattr(node, "queues", None)
-        if queues is None:
+        if not isinstance(node, Switch):
             return False
-        for per_vl in queues.values():
+        for per_vl in node.queues.values():
             for q in per_vl:
                 if any(e.frame is frame for e in q):
                     return True

@@ -34,7 +34,7 @@ PORT_SAMPLES = 200                 # port counter samples per run (at most; neve
 
 def lids_of(fabric: Fabric) -> dict[str, int]:
     """Node name -> LID (HCAs, and switches' management port 0)."""
-    return {name: lid for name, node in fabric.nodes.items() if (lid := getattr(node, "lid", 0))}
+    return {name: node.lid for name, node in fabric.nodes.items() if node.lid}
 
 
 def port_table(fabric: Fabric) -> list[tuple[str, Port]]:
