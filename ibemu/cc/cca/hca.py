@@ -80,6 +80,26 @@ class CCAResponse:
     def injection_delay(self, qp: SenderBase) -> int:
         return self.state(qp).delay
 
+    def use_setting(self, ca: CASetting) -> None:
+        """Follow *ca* from now on (the CA setting the CC MADs change, mad_settings.py)."""
+        self.ca = ca
+
+    def reconfigure(self, now: int) -> None:
+        """Bring the running state in step with a changed CA setting (a CC Set MAD):
+        Port_Control, the CCT and CCTI_Limit, every CCTI clamped to [CCTI_Min, limit]."""
+        ca = self.ca
+        if self.per_sl != (ca.Port_Control == "sl"):
+            self.per_sl = ca.Port_Control == "sl"
+            self.states.clear()                     # CCTIs now kept per SL (or QP): restart at CCTI_Min
+        self.delays = [cct_delay(e, self.max_packet_time) for e in ca.CCT]
+        self.limit = ca.limit()
+        for st in self.states.values():
+            v = min(max(st.value, ca.sl[st.sl].CCTI_Min), self.limit)
+            if v != st.value:
+                self.set_ccti(st, v, now)
+            else:
+                st.delay = self.delays[v]
+
     def set_ccti(self, st: CCTIState, value: int, now: int) -> None:
         """Set a CCTI (and its injection delay); traced.  Also what a CC Set MAD does."""
         st.value = value

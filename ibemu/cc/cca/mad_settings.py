@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...wire import mad as M
-from .settings import CASetting, PortSetting, SwitchSetting, cct_delay
+from .settings import CASetting, PortSetting, SwitchSetting
 from .switch import CCAMarker
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class CACCSettings:
         self.ca = copy.deepcopy(ca)
         self.response = response
         if response is not None:
-            response.ca = self.ca
+            response.use_setting(self.ca)
 
     def get_attribute(self, attr_id: int, attr_mod: int, now: int) -> bytes | None:
         ca = self.ca
@@ -177,15 +177,4 @@ class CACCSettings:
         r = self.response
         if r is None:
             return
-        ca = self.ca
-        if r.per_sl != (ca.Port_Control == "sl"):
-            r.per_sl = ca.Port_Control == "sl"
-            r.states.clear()                        # CCTIs now kept per SL (or QP): restart at CCTI_Min
-        r.delays = [cct_delay(e, r.max_packet_time) for e in ca.CCT]
-        r.limit = ca.limit()
-        for st in r.states.values():
-            v = min(max(st.value, ca.sl[st.sl].CCTI_Min), r.limit)
-            if v != st.value:
-                r.set_ccti(st, v, now)
-            else:
-                st.delay = r.delays[v]
+        r.reconfigure(now)
