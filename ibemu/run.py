@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .build import Fabric, build_fabric
+from .build import build_fabric
+from .fabric.network import Fabric
 from .capture.erf import ErfPcapWriter
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port

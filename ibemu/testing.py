@@ -4,7 +4,7 @@ virtual-clock run with.
 
 Everything here drives the fabric from outside through public operations: it runs the
 engine on (:meth:`~ibemu.sim.engine.VirtualEngine.run`), stops the traffic, heals the links
-and silences the recorder through the :class:`~ibemu.build.Fabric`'s own methods, and
+and silences the recorder through the :class:`~ibemu.fabric.network.Fabric`'s own methods, and
 reads the credit state with :func:`ibemu.fabric.integrity.credit_leaks` (on every
 directed link and data VL, IBA 7.9.4: the sender's FCTBS equals the receiver's ABR, the
 receiver's buffer is empty and the sender holds the whole buffer as credit; no queued
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .build import Fabric
+from .fabric.network import Fabric
 from .fabric.integrity import credit_leaks
 from .fabric.recorder import Recorder
 from .run import RunContext, observers
@@ -55,7 +55,7 @@ def drain(engine: VirtualEngine, fabric: Fabric, drain_ps: int | None = None) ->
     plus 1 ms, for at most *drain_ps*, default :data:`DRAIN_PS`), then return
     :func:`~ibemu.fabric.integrity.credit_leaks` (empty when every credit came back).
 
-    Recording is switched off first (:meth:`~ibemu.build.Fabric.set_recorder`), so a
+    Recording is switched off first (:meth:`~ibemu.fabric.network.Fabric.set_recorder`), so a
     finished run's metrics are not touched.  The engine must have no open capture (run
     by :func:`~ibemu.run.run_virtual`, whose capture is detached when it closes)."""
     fabric.set_recorder(Recorder())

@@ -16,7 +16,7 @@ from ibemu.testing import CreditLeak, assert_no_credit_leak, check_after_run, ch
 from ibemu.units import PS_PER_MS
 
 
-def _congested() -> tuple[VirtualEngine, ibemu.build.Fabric]:
+def _congested() -> tuple[VirtualEngine, ibemu.fabric.network.Fabric]:
     """A greedy santos_fig1 run (4-packet buffers) stopped while its queues are full."""
     scn = santos_fig1(L=3, R=1, buffer_packets=4, duration_ms=2, victim=None, name="leak")
     fab = build_fabric(scn, Recorder())

@@ -173,7 +173,7 @@ class LinkFaultInjector:
 
 
 class BuiltFabric(Protocol):
-    """What :func:`make_injectors` reads of a built fabric (:class:`ibemu.build.Fabric`)."""
+    """What :func:`make_injectors` reads of a built fabric (:class:`ibemu.fabric.network.Fabric`)."""
     @property
     def nodes(self) -> Mapping[str, Node]: ...
     @property

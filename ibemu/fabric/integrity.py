@@ -36,7 +36,7 @@ Record = dict[str, dict[str, list[Any]]]
 
 
 class FabricView(Protocol):
-    """What the credit check reads of a built fabric (:class:`ibemu.build.Fabric`)."""
+    """What the credit check reads of a built fabric (:class:`ibemu.fabric.network.Fabric`)."""
     @property
     def nodes(self) -> Mapping[str, Node]: ...
     @property

@@ -24,7 +24,7 @@ from ..atomic import atomic_write_text
 from ..errors import UserError
 
 if TYPE_CHECKING:
-    from ..build import Fabric
+    from ..fabric.network import Fabric
 
 PortKey = tuple[str, int]
 """(node name, port number)."""

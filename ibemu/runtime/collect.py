@@ -7,31 +7,26 @@ the virtual-time engine writes (:func:`ibemu.results.write_outputs`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..build import Fabric
+from ..fabric.network import Fabric
 from ..fabric.integrity import credit_problems, merge_records
-from ..results import Metrics, write_outputs
-from ..run import lids_of
+from ..results import write_outputs
+from ..run import RunResult, lids_of
 from ..scenario import Scenario
 from .merge import merge_captures, merge_counters, merge_metrics, merge_runtime, new_metrics, read_part
 from .workers import Worker
 
 
 @dataclass
-class WallResult:
-    """What :func:`ibemu.runtime.controller.run_wall` returns."""
-    scenario: Scenario
-    metrics: Metrics
-    summary: dict[str, Any]
-    events: int
-    wall_seconds: float
-    counters: dict[str, dict[str, int]]
-    runtime: dict[str, Any]                 # results.json "runtime" (merge.merge_runtime)
-    completed: bool
-    out_dir: Path | None = None
+class WallResult(RunResult):
+    """What :func:`ibemu.runtime.controller.run_wall` returns: a :class:`RunResult`
+    (the same summary, metrics, counters as on the virtual clock) and the wall clock's
+    own figures."""
+    runtime: dict[str, Any] = field(default_factory=dict)   # results.json "runtime" (merge.merge_runtime)
+    completed: bool = True
     pcap: str | Path | None = None
     error: str | None = None
     credit_problems: list[str] | None = None    # credit_problems() of the workers' reports
@@ -75,7 +70,7 @@ def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float,
     t_from, t_to = window if window else (None, None)
     summary = metrics.summary(t_from, t_to)
     result = WallResult(scn, metrics, summary, runtime["events"], outcome.wall_seconds, counters,
-                        runtime, completed, pcap=pcap, error=error)
+                        runtime=runtime, completed=completed, pcap=pcap, error=error)
     if all(p and "credits" in p for p in parts):
         result.credit_problems = credit_problems([p["credits"] for p in parts if p])
     if integrity:

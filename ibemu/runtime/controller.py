@@ -31,7 +31,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ..build import Fabric, build_fabric
+from ..build import build_fabric
+from ..fabric.network import Fabric
 from ..errors import UserError
 from ..results import Progress
 from ..scenario import Scenario

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import UserError
 
 if TYPE_CHECKING:
-    from ..build import Fabric
+    from ..fabric.network import Fabric
     from ..fabric.node import Node
     from ..mgmt import ManagementClient
     from ..scenario import Scenario

@@ -16,7 +16,7 @@ The rule, and why:
 """
 from __future__ import annotations
 
-from ..build import Fabric
+from ..fabric.network import Fabric
 from ..fabric.node import Node
 from ..fabric.switch import Switch
 

@@ -29,7 +29,7 @@ from ..errors import UserError
 from .mgmt import Endpoint
 
 if TYPE_CHECKING:
-    from ..build import Fabric
+    from ..fabric.network import Fabric
 
 READY_TIMEOUT = 60.0
 """Wall seconds the workers have to build their fabric and bind their sockets."""
