@@ -27,10 +27,10 @@ from .cca import CCA
 from .dcms import DCMS_SCHEME
 from .hp import HP
 from .none import NONE
-from .registry import CCSpec, InstallContext, Scheme, active, parse_cc, register, scheme, schemes
+from .registry import CCSpec, InstallContext, Scheme, active, parse_cc, register, scheme, schemes, unregister
 
 __all__ = ["CCSpec", "InstallContext", "Scheme", "install", "node_class", "parse_cc", "register",
-           "scheme", "schemes"]
+           "scheme", "schemes", "unregister"]
 
 for _s in (NONE, HP, CCA, DCMS_SCHEME):
     register(_s)

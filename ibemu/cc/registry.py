@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..fabric.hca import HCA
     from ..fabric.network import Fabric
 
-__all__ = ["CCSpec", "InstallContext", "Scheme", "parse_cc", "register", "scheme", "schemes"]
+__all__ = ["CCSpec", "InstallContext", "Scheme", "active", "parse_cc", "register", "scheme", "schemes",
+           "unregister"]
 
 T = TypeVar("T")
 
@@ -82,6 +83,13 @@ def register(s: Scheme) -> Scheme:
         raise ValueError("scheme %r extends %r, which is not registered" % (s.name, s.extends))
     _schemes[s.name] = s
     return s
+
+
+def unregister(name: str) -> None:
+    """Remove scheme *name* (a plug-in that goes away, or a test's own scheme)."""
+    if any(s.extends == name for s in _schemes.values()):
+        raise ValueError("scheme %r has add-ons registered; unregister them first" % name)
+    del _schemes[name]
 
 
 def schemes() -> list[Scheme]:
