@@ -88,8 +88,8 @@ def compare(a: Path, b: Path, tree_a: Path, tree_b: Path, folders: set[str]) -> 
             db = db.replace(str(tree_b).encode(), b"<tree>").replace(str(b).encode(), b"<out>")
         if rel.suffix == ".stdout":
             # the wall time printed in a summary line differs by nature
-            da = b"\n".join(l for l in da.splitlines() if b" s wall" not in l and b"wall" not in l)
-            db = b"\n".join(l for l in db.splitlines() if b" s wall" not in l and b"wall" not in l)
+            da = b"\n".join(line for line in da.splitlines() if b" s wall" not in line)
+            db = b"\n".join(line for line in db.splitlines() if b" s wall" not in line)
         if da != db:
             diffs.append("differs: %s (%d vs %d bytes)" % (rel, len(da), len(db)))
     return diffs

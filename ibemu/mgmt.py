@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from .errors import UserError
 from .fabric.mad_agent import MADAgent
+from .fabric.node import VL15
 from .perfquery import field_line, format_counters
 from .wire import mad as M
 from .wire.mad import mad_is_response, mad_tid, mad_with_tid
@@ -147,7 +148,7 @@ class ManagementClient:
                 self.on_response(tid, M.mad_of(reply))
             return
         self.pending.add(tid)
-        hca.ctrl.append((frame, 15))
+        hca.send_control(frame, VL15)
         hca.kick(now)
 
     def on_packet(self, now: int, frame):

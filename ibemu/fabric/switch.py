@@ -14,7 +14,8 @@
 - A packet's input buffer space is freed, and a flow-control packet returns the credit
   upstream, when its last byte has left the switch.
 
-Marking policies (issues 5 and 6) hook in through :attr:`Switch.marker`.
+Marking policies (issues 5 and 6) hook in through :meth:`Switch.attach_marker` (a
+:class:`~ibemu.fabric.hooks.Marker`).
 """
 from __future__ import annotations
 
@@ -59,7 +60,6 @@ class Entry:
 
 
 class Switch(Node):
-    lid = 0                                         # management port 0 (build.switch_lids)
     def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.params = params

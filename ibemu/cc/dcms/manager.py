@@ -64,7 +64,6 @@ class DCMSManager(HCA):
         super().__init__(name, lid, params, recorder)
         self.dcms: DCMS | None = None               # set by configure
         self.targets: dict[SwitchPort, Target] = {}
-        self.cc_key = 0
         self.attach_qp(M.GSI_QP, _GSI(self))
         self._tid = 0
         self._pending: dict[int, tuple[SwitchPort, str]] = {}   # tid -> (port key, kind)

@@ -130,7 +130,7 @@ class RCResponder(SenderBase):
         if self.since_ack:
             self.since_ack = 0
             self.hca.count("acks_flushed")
-            self.hca.ctrl.append((self._ack((self.epsn - 1) % PSN_MOD), self.vl))
+            self.hca.send_control(self._ack((self.epsn - 1) % PSN_MOD), self.vl)
             self.hca.kick(now)
 
     def _duplicate_read(self, psn: int, frame: Buf) -> None:

@@ -5,11 +5,13 @@ window and the traffic generator (:class:`FlowSource`).
 Rate limit: a static IPD (rate R/(IPD+1): after a packet of transmission time T the next
 may start (IPD+1)·T later) or an explicit rate in bytes/s, lengthened by the
 congestion-control response's ``gap``.  Window: at most CWND packets sent and not yet
-acknowledged (OUTS; seed 000 §3 / §5.1).  CWND, the rate and the IPD are plain attributes
-for the congestion-control response of issues 5 and 6 to adjust.
+acknowledged (OUTS; seed 000 §3 / §5.1).  A congestion-control response changes them
+only through :meth:`FlowSource.set_window`, :meth:`SenderBase.reschedule` and
+:meth:`SenderBase.set_ipd` (issue 12).
 
-The source-side response hooks in through ``SenderBase.cc`` (see :mod:`ibemu.cc`):
-``on_sent(qp, now, frame)`` after every data packet (retransmissions included),
+The source-side response (a :class:`~ibemu.fabric.hooks.SourceResponse`, attached with
+:meth:`SenderBase.attach_response`; see :mod:`ibemu.cc`): ``on_sent(qp, now, frame)``
+after every data packet (retransmissions included),
 ``on_ack(qp, now, psn, n, becn)`` for every ACK or READ response that acknowledges *n*
 new packets, ``on_cnp(qp, now)`` for every CNP, and ``gap(qp, nbytes, t)`` which may
 lengthen the rate limiter's gap.
