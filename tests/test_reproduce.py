@@ -5,6 +5,7 @@ restated here where the physics gives an exact expectation."""
 import pytest
 
 from ibemu.studies.registry import BY_ID, REPRODUCTIONS, RunCache, format_rows, run_reproduction
+from ibemu.studies.reproduction import DEPARTS, FIXED, MISMATCH, OK, Check
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +23,26 @@ def results():
 
 @pytest.mark.parametrize("rep", REPRODUCTIONS, ids=lambda r: r.id)
 def test_reproduction_matches_paper(rep, results):
-    rows, ok, _ = results(rep.id)
-    assert ok, "\n" + format_rows(rep, rows)
+    """Every check in its band, except the known departures (tracked below)."""
+    rows, _, _ = results(rep.id)
+    bad = [(c.metric, ours) for c, ours, _ in rows if not c.departs and not c.lo <= ours <= c.hi]
+    assert not bad, "\n" + format_rows(rep, rows)
+
+
+DEPARTURES = [pytest.param(r, c, id="%s-%s" % (r.id, c.metric),
+                           marks=pytest.mark.xfail(strict=True, reason="known departure: " + c.departs))
+              for r in REPRODUCTIONS for c in r.checks if c.departs]
+
+
+@pytest.mark.parametrize("rep,check", DEPARTURES or [pytest.param(None, None, marks=pytest.mark.skip(
+    reason="no known departures"))])
+def test_known_departure(rep, check, results):
+    """A known departure (listed in the README's fidelity table) is a strict xfail:
+    the day ibemu reaches the paper's band, this XPASSes and fails the suite, so the
+    departure is struck from the table."""
+    rows, _, _ = results(rep.id)
+    ours = next(o for c, o, _ in rows if c is check)
+    assert check.lo <= ours <= check.hi, "%s: ours %.4g, paper %s" % (check.metric, ours, check.paper)
 
 
 def _value(rows, metric):
@@ -56,3 +75,10 @@ def test_run_counts_no_errors(results):
     _, _, result = results("fig3a")
     assert result.counters == {} or all(
         "Error" not in k for c in result.counters.values() for k in c), result.counters
+
+
+def test_check_verdicts():
+    c = Check("flow:x", "1/2", 0.4, 0.6)
+    assert (c.verdict(0.5), c.verdict(0.7)) == (OK, MISMATCH)
+    d = Check("flow:x", "1/2", 0.4, 0.6, departs="why")
+    assert (d.verdict(0.7), d.verdict(0.5)) == (DEPARTS, FIXED)

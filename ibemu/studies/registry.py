@@ -23,15 +23,16 @@ from ..units import PS_PER_MS
 from .cca.reproduce import REPRODUCTIONS as CCA
 from .dcms.reproduce import REPRODUCTIONS as DCMS
 from .hp.reproduce import REPRODUCTIONS as HP
-from .reproduction import Check, Reproduction, RunCache
+from .reproduction import DEPARTS, FIXED, MISMATCH, PAPER, REGRESSION, Check, Reproduction, RunCache
 from .santos import REPRODUCTIONS as SANTOS
 
 __all__ = ["Check", "Reproduction", "RunCache", "REPRODUCTIONS", "BY_ID", "measure",
-           "RunnerResult", "run_reproduction", "format_rows", "main"]
+           "RunnerResult", "run_reproduction", "format_rows", "departures", "main"]
 
 REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS]
 BY_ID: dict[str, Reproduction] = {r.id: r for r in REPRODUCTIONS}
-Row = tuple[Check, float, bool]
+Row = tuple[Check, float, str]
+"""(check, ours, verdict): :meth:`Check.verdict`."""
 
 
 def measure(summary: dict[str, Any], metric: str) -> float:
@@ -53,7 +54,8 @@ class RunnerResult:
 def run_reproduction(rep: Reproduction, out_dir: Path | str | None = None,
                      progress: bool | None = None, full: bool = False,
                      cache: RunCache | None = None) -> tuple[list[Row], bool, Any]:
-    """Run one figure; return (rows, passed, result) with rows (check, ours, ok);
+    """Run one figure; return (rows, passed, result) with rows (check, ours, verdict);
+    *passed*: no check mismatched and no known departure passed (``FIXED?``);
     *result* has ``wall_seconds`` (a run's :class:`~ibemu.run.RunResult` for a figure
     of one scenario).  *cache*: runs shared with other figures of the same invocation
     (default: this figure's own)."""
@@ -74,21 +76,46 @@ def run_reproduction(rep: Reproduction, out_dir: Path | str | None = None,
     rows = []
     for c in rep.checks:
         ours = get(c.metric)
-        rows.append((c, ours, c.lo <= ours <= c.hi))
-    return rows, all(r[-1] for r in rows), result
+        rows.append((c, ours, c.verdict(ours)))
+    return rows, not any(v in (MISMATCH, FIXED) for _, _, v in rows), result
+
+
+def _row(c: Check, ours: float, verdict: str) -> list[str]:
+    if c.unit == "%":
+        val, rng = "%8.1f%%" % (100 * ours), "[%4.0f, %4.0f]%%" % (100 * c.lo, 100 * c.hi)
+    else:
+        val, rng = "%9.4g" % ours, "[%.4g, %.4g] %s" % (c.lo, c.hi, c.unit)
+    lines = ["  %-22s %-50s %s  %-15s %s" % (c.metric, c.paper, val, rng, verdict)]
+    if c.quote or c.section:
+        said = ('"%s"' % c.quote) if c.read_from == "text" else "figure: %s" % c.quote
+        lines.append("  %22s   %s%s" % ("", said, (" (%s)" % c.section) if c.section else ""))
+    if c.departs:
+        lines.append("  %22s   departs: %s (paper %s, ours %s)" % ("", c.departs, c.paper, val.strip()))
+    return lines
 
 
 def format_rows(rep: Reproduction, rows: list[Row]) -> str:
+    """The figure's table: the paper checks (each with the paper's words), then the
+    regression bounds, which no paper published, apart."""
     where = (", measured over %g–%g ms" % tuple(rep.window_ms)) if rep.window_ms else ""
-    lines = ["%s — %s (%s)%s" % (rep.id, rep.title, rep.source, where),
-             "  %-22s %-50s %9s  %-15s %s" % ("metric", "paper", "ours", "accepted", "")]
-    for c, ours, ok in rows:
-        if c.unit == "%":
-            val, rng = "%8.1f%%" % (100 * ours), "[%4.0f, %4.0f]%%" % (100 * c.lo, 100 * c.hi)
-        else:
-            val, rng = "%9.4g" % ours, "[%.4g, %.4g] %s" % (c.lo, c.hi, c.unit)
-        lines.append("  %-22s %-50s %s  %-15s %s" % (c.metric, c.paper, val, rng, "ok" if ok else "MISMATCH"))
+    lines = ["%s — %s (%s)%s" % (rep.id, rep.title, rep.source, where)]
+    paper = [r for r in rows if r[0].kind == PAPER]
+    bounds = [r for r in rows if r[0].kind == REGRESSION]
+    if paper:
+        lines.append("  %-22s %-50s %9s  %-15s %s" % ("paper check", "paper", "ours", "accepted", ""))
+        for c, ours, verdict in paper:
+            lines += _row(c, ours, verdict)
+    if bounds:
+        lines.append("  %-22s %-50s %9s  %-15s %s" % ("regression bound", "(no published number)", "ours",
+                                                      "accepted", ""))
+        for c, ours, verdict in bounds:
+            lines += _row(c, ours, verdict)
     return "\n".join(lines)
+
+
+def departures(rows: list[Row]) -> list[Row]:
+    """The rows of known departures (verdict ``departs`` or ``FIXED?``)."""
+    return [r for r in rows if r[2] in (DEPARTS, FIXED)]
 
 
 def main(which: str | None, out_dir: str | Path | None = None, list_only: bool = False,

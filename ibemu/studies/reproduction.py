@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 from ..scenario import Scenario
 
-__all__ = ["Check", "Reproduction", "RunCache", "Runner"]
+__all__ = ["Check", "Reproduction", "RunCache", "Runner", "PAPER", "REGRESSION", "OK", "MISMATCH", "DEPARTS",
+           "FIXED"]
 
 T = TypeVar("T")
 
@@ -43,14 +44,44 @@ Runner = Callable[[Path | None, bool, RunCache], dict[str, float]]
 (None: none), *full* asks for the paper's whole sweep instead of the CI-sized one."""
 
 
+PAPER, REGRESSION = "paper", "regression"
+OK, MISMATCH, DEPARTS, FIXED = "ok", "MISMATCH", "departs", "FIXED?"
+
+
 @dataclass
 class Check:
+    """One figure judged against a band.
+
+    A *paper* check's band is read from the paper: *quote* holds the paper's words (or,
+    with ``read_from="figure"``, what the figure shows) and *section* where they are
+    (``"seed 003 §4.2, Figure 3(a)"``).  The band is never widened to fit ibemu.  A
+    *regression* check (``kind=REGRESSION``) has no published number behind it: it
+    only guards ibemu against unnoticed change and is printed apart from the paper's.
+
+    *departs* names a known departure of ibemu from the paper and its cause: the check
+    is then expected to fail (verdict ``departs``, printed with both values); should it
+    pass, the verdict ``FIXED?`` fails the figure so that the departure is struck from
+    the fidelity table (the test suite tracks each as a strict xfail).
+    """
     metric: str          # "link:<label>", "flow:<name>" or "group:<name>" (fraction of link rate),
                          # or any name a custom runner reports
-    paper: str           # what the paper says
+    paper: str           # what the paper says, in short
     lo: float            # accepted range for ours
     hi: float
     unit: str = "%"      # "%": shown as a percentage; else the unit printed after the value
+    quote: str = ""      # the paper's words the band comes from (verbatim, for read_from="text")
+    section: str = ""    # where: "seed NNN §x.y" and/or "Figure n"
+    read_from: str = "text"     # "text": *quote* is verbatim; "figure": read off a plot
+    kind: str = PAPER    # PAPER or REGRESSION
+    departs: str = ""    # a known departure's cause ("" = none)
+
+    def verdict(self, ours: float) -> str:
+        """``ok``, ``MISMATCH``, ``departs`` (a known departure, as expected) or
+        ``FIXED?`` (a known departure that no longer departs)."""
+        inside = self.lo <= ours <= self.hi
+        if self.departs:
+            return FIXED if inside else DEPARTS
+        return OK if inside else MISMATCH
 
 
 @dataclass
