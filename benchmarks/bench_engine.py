@@ -18,6 +18,7 @@ from ibemu.build import build_fabric
 from ibemu.fabric.recorder import Recorder
 from ibemu.scenario.builders import santos_fig1
 from ibemu.sim import VirtualEngine
+from ibemu.wire.linkpkt import LINK_LEN
 
 
 class PacketCount(Recorder):
@@ -27,7 +28,8 @@ class PacketCount(Recorder):
         self.packets = 0
 
     def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
-        self.packets += 1
+        if nbytes != LINK_LEN:              # link flow-control packets are not packets
+            self.packets += 1
 
 
 def once(ms: float, profile: bool = False) -> tuple[float, int, int, int]:

@@ -21,8 +21,10 @@ def test_units_words_and_packets():
     pc.received(bytearray(b"\x00" * 12 + b"\x80" + b"\x00" * 100))     # FECN set
     pc.received(bytearray(b"\x00" * 12 + b"\x40" + b"\x00" * 100))     # BECN set
     c = pc.port_counters(0)
-    assert c["PortXmitData"] == 3 * 2074 // 4 and c["PortXmitPkts"] == 3
-    assert c["PortRcvData"] == 2 * 113 // 4 and c["PortRcvPkts"] == 2
+    # IBA 16.1.3.5: octets from the start-of-packet delimiter to the VCRC, the VCRC
+    # excluded, over 4 -- a 2074-byte frame is 2072 octets, its PktLen of 518 words
+    assert c["PortXmitData"] == 3 * (2074 - 2) // 4 == 3 * 518 and c["PortXmitPkts"] == 3
+    assert c["PortRcvData"] == 2 * (113 - 2) // 4 and c["PortRcvPkts"] == 2
     t = pc.totals(0)
     assert (t["PortRcvFECN"], t["PortRcvBECN"]) == (1, 1)
 

@@ -21,7 +21,7 @@ from ibemu.sim.engine import VirtualEngine
 from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
-from ibemu.wire.linkpkt import OP_INIT, build_link
+from ibemu.wire.linkpkt import LINK_LEN, OP_INIT, build_link
 
 A_LID, B_LID = 1, 2
 
@@ -123,7 +123,7 @@ def test_rc_psns_window_and_ackreq():
     run(a, t1 + 100 * PS_PER_US)
     out = data(take(a))
     pk = parsed(out)
-    start = t1 + tx_time(len(ack))                              # after the ACK's tail
+    start = t1 + tx_time(len(ack)) + tx_time(LINK_LEN)     # the ACK's tail, then the 6-byte FCP returning its credit
     assert [p.psn for p in pk] == [3, 4]
     assert [t for _, t in out] == [start, start + T]
     assert [p.ackreq for p in pk] == [0, 1]
@@ -396,13 +396,13 @@ def test_hca_returns_ack_through_its_port():
     assert b.port.rx[0].used == 33
     run(b, t0 + T - 1)
     assert take(b) == []
-    run(b, t0 + T)
+    run(b, t0 + T + tx_time(LINK_LEN))
     out = take(b)
     assert b.port.rx[0].used == 0
     links = [(fr, t) for _, fr, link, t in out if link]
     assert len(links) == 1 and links[0][1] == t0 + T
     acks = data(out)
-    assert len(acks) == 1 and acks[0][1] == t0 + T
+    assert len(acks) == 1 and acks[0][1] == t0 + T + tx_time(LINK_LEN)     # behind the 6-byte FCP
     assert _aeth(acks[0][0])[0] == 0
     assert rec.rx == [("f", t0 + T, 2048, True)]
 

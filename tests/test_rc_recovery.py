@@ -3,7 +3,7 @@ at the requester on a NAK, a READ-response hole or the local ACK timeout, the re
 count and the QP error state.  Nodes are driven by hand as in test_hca_qp.py."""
 from __future__ import annotations
 
-from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, parsed, run, take
+from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, parsed, run, take, tx_time
 
 from ibemu.fabric.params import FlowSpec, HCAParams
 from ibemu.fabric.qp import ACK_SYNDROME, NAK_PSN_SEQ
@@ -11,6 +11,7 @@ from ibemu.fabric.recorder import Recorder
 from ibemu.units import PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
+from ibemu.wire.linkpkt import LINK_LEN
 
 TIMEOUT = 50 * PS_PER_US
 
@@ -160,8 +161,11 @@ def test_ack_during_go_back_n_prunes_the_resends():
     now = 30 * PS_PER_US
     nak = ack_frame(snd, 0, syndrome=NAK_PSN_SEQ)
     a.receive(1, nak, False, now)
-    # the resend of 0 starts when the NAK is in; an ACK through 3 is in while 0 is going out
-    a.receive(1, ack_frame(snd, 3), False, now + 1)
+    # the resend of 0 starts when the NAK is in and the flow-control packet returning
+    # its credit has gone (6 bytes); an ACK through 3 is in while 0 is going out
+    resend = now + tx_time(len(nak)) + tx_time(LINK_LEN)
+    ack = ack_frame(snd, 3)
+    a.receive(1, ack, False, resend + 1 - tx_time(len(ack)))
     run(a, now + 40 * PS_PER_US)
     psns = [p.psn for p in parsed(data(take(a)))]
     assert psns == [0, 4, 5]

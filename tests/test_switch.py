@@ -129,18 +129,34 @@ def test_store_and_forward_departs_after_tail_plus_delay():
 
 
 def test_cut_through_cannot_finish_before_the_tail_arrives():
-    """Slow input (1/4 rate), fast output: the packet starts 40 ns after its head, but
-    the output (and the input buffer) are held until its last byte has arrived."""
+    """Slow input (1/4 rate), fast output (issue 13, defect 1): the output must not run
+    out of bytes, so the packet starts late enough that its last byte leaves the
+    forwarding delay after its last byte came in -- and it occupies the output for
+    exactly its length at the output's rate, so the receiver's tail is that time."""
     sw = make_switch(lft={5: 2}, rates={1: GBPS // 4}, credits=1000)
     sw.outbox.clear()
     f = data_frame(5)
     t0 = 1 * PS_PER_US
     tail = t0 + tx(len(f), GBPS // 4)
+    last_out = tail + DELAY                         # last byte in, plus the forwarding delay
+    start = last_out - tx(len(f), GBPS)             # at the output's (4x faster) rate
+    assert start > t0 + DELAY                       # later than the head's cut-through time
     out = feed(sw, [(t0, 1, f, False)], tail + PS_PER_US)
+    assert [(p, t) for p, _, t in data_out(out)] == [(2, start)]
+    assert sw.ports[2].busy_until == last_out
+    fcps = fcps_out(out)                            # the buffer is freed when the last byte left
+    assert [(p, t) for p, _, t in fcps] == [(1, last_out)]
+
+
+def test_cut_through_fast_into_slow_starts_at_the_head():
+    """Fast input, slow output: nothing to wait for; it leaves 40 ns after its head."""
+    sw = make_switch(lft={5: 2}, rates={2: GBPS // 4}, credits=1000)
+    sw.outbox.clear()
+    f = data_frame(5)
+    t0 = 1 * PS_PER_US
+    out = feed(sw, [(t0, 1, f, False)], t0 + 100 * PS_PER_US)
     assert [(p, t) for p, _, t in data_out(out)] == [(2, t0 + DELAY)]
-    assert sw.ports[2].busy_until == tail
-    fcps = fcps_out(out)
-    assert [(p, t) for p, _, t in fcps] == [(1, tail)]
+    assert sw.ports[2].busy_until == t0 + DELAY + tx(len(f), GBPS // 4)
 
 
 def test_fifo_order_on_one_output():

@@ -9,8 +9,10 @@ computed from them against a per-view baseline that a reset moves:
   at its maximum ("stops counting", IBA 16.1.3.5) until reset;
 - PortCountersExtended: 64-bit fields that wrap modulo 2^64 and are not saturated.
 
-Units: PortXmitData / PortRcvData count octets divided by 4 (4-byte words); packets
-exclude link packets.  PortXmitWait counts *ticks* in which the port had a packet to
+Units: PortXmitData / PortRcvData count the octets between the start-of-packet
+delimiter and the VCRC, the VCRC excluded (IBA 16.1.3.5), divided by 4 -- a packet's
+PktLen; link packets are not counted, and neither are they in the packet counts.
+PortXmitWait counts *ticks* in which the port had a packet to
 send but no credits for it; ibemu's tick is the time to send one 64-byte credit block at
 the port's rate (64 ns at 4X SDR), documented in docs and the scenario schema.  Waiting
 and congested time are tracked as intervals in emulated ps, so a tick count is exact
@@ -21,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from ..units import PS_PER_S
-from ..wire.fields import get_becn_local, get_fecn_local
-from ..wire.layout import CN_LOCAL, Buf
+from ..wire.fields import get_becn, get_fecn, get_lnh
+from ..wire.layout import CN_GLOBAL, CN_LOCAL, VCRC_LEN, Buf
+from ..wire.opcodes import LNH_IBA_GLOBAL
 
 TICK_BYTES = 64                      # PortXmitWait tick: one credit block at the port rate
 
@@ -85,19 +88,23 @@ class PortCounters:
 
     # -- updates (hot path: plain attribute arithmetic in the callers)
     def transmitted(self, nbytes: int, now: int | None = None) -> None:
-        """A packet started: count it, and the port is no longer waiting for credits."""
-        self.xmit_bytes += nbytes
+        """A packet of *nbytes* (VCRC included) started: count it, and the port is no
+        longer waiting for credits."""
+        self.xmit_bytes += nbytes - VCRC_LEN
         self.xmit_pkts += 1
         if self._wait_since is not None and now is not None:
             self.waiting(now, False)
 
     def received(self, frame: Buf) -> None:
-        self.rcv_bytes += len(frame)
+        """A packet arrived (counted before the link checks, as every arrival is);
+        FECN and BECN are read where its BTH is, after a GRH when there is one."""
+        n = len(frame)
+        self.rcv_bytes += n - VCRC_LEN if n > VCRC_LEN else 0
         self.rcv_pkts += 1
-        if len(frame) > CN_LOCAL:
-            if get_fecn_local(frame):
+        if n > CN_LOCAL and (n > CN_GLOBAL or get_lnh(frame) != LNH_IBA_GLOBAL):
+            if get_fecn(frame):
                 self.rcv_fecn += 1
-            if get_becn_local(frame):
+            if get_becn(frame):
                 self.rcv_becn += 1
 
     def waiting(self, now: int, flag: bool) -> None:

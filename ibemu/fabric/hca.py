@@ -155,7 +155,7 @@ class HCA(Node):
     # ---------------------------------------------------------------- transmit
     def _try_send(self, now: int) -> None:
         port = self.port
-        if port.busy_until > now:
+        if self.link_blocked(port, now, bool(self.ctrl or self.senders)):
             return
         if self.ctrl:
             frame, vl = self.ctrl[0]
@@ -217,13 +217,16 @@ class HCA(Node):
         port = self.port
         n = len(frame)
         end = now + port.tx_time(n)
-        port.busy_until = end
+        port.busy_until = port.data_end = end
         port.pc.transmitted(n, now)
         if vl != VL15:
             port.tx[vl].sent(blocks_of(n))
         self.outbox.append((port.index, frame, False, now))
         self.recorder.link_tx(port.label, now, n, data)
         self.at(end, self._tx_done)
+
+    def link_free(self, port: Port, now: int) -> None:
+        self._try_send(now)
 
     def _tx_done(self, now: int) -> None:
         self._try_send(now)

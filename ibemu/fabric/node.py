@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
-from ..wire.linkpkt import OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
+from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
 from .counters import PortCounters
 from .credits import CreditRx, CreditTx
 from .recorder import Recorder
@@ -47,7 +47,7 @@ def frame_intact(frame: Buf) -> bool:
 class Port:
     """One end of a link: transmit serializer, per-VL credits in both directions."""
     __slots__ = ("index", "rate", "propagation", "busy_until", "tx", "rx", "label",
-                 "connected", "last_fcp", "fc_period", "pc")
+                 "connected", "last_fcp", "fc_period", "pc", "data_end", "fcp_pending", "wake_at", "fcp_time")
 
     def __init__(self, index: int, rate: int, propagation: int, data_vls: int,
                  capacity_blocks: int | list[int], label: str, fc_period: int):
@@ -63,6 +63,10 @@ class Port:
         self.last_fcp = [-(1 << 62)] * data_vls
         self.fc_period = fc_period
         self.pc = PortCounters(rate)        # IBA port counters (counters.py)
+        self.data_end = 0                   # end of the last packet sent (its node retries then)
+        self.fcp_pending: dict[int, int] = {}   # VL -> op of a flow-control packet waiting for the link
+        self.wake_at = -1                   # pending link-free wake (Node.link_blocked)
+        self.fcp_time = self.tx_time(LINK_LEN)
 
     def tx_time(self, nbytes: int) -> int:
         """Serialisation time in ps (rounded up)."""
@@ -129,10 +133,51 @@ class Node:
             self.at(now + period, self._fc_tick)
 
     def _send_fcp(self, port: Port, vl: int, now: int, op: int = OP_NORMAL) -> None:
-        """A flow-control packet: our FCTBS for what we send, our FCCL for what we receive."""
-        frame = build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl())
+        """A flow-control packet for *vl*: our FCTBS for what we send, our FCCL for what
+        we receive (IBA 7.9.4).  It is a frame of its own on the link: it goes when the
+        link is free, between packets and never into one, occupies the link for its six
+        bytes, and is built when it goes (so it carries the credits of that moment)."""
+        pending = port.fcp_pending
+        if pending.get(vl) != OP_INIT:
+            pending[vl] = op
+        self.link_blocked(port, now, False)
+
+    def _fcp_out(self, port: Port, now: int) -> None:
+        """Send the first pending flow-control packet now (the link is free)."""
+        vl = next(iter(port.fcp_pending))
+        op = port.fcp_pending.pop(vl)
         port.last_fcp[vl] = now
-        self.outbox.append((port.index, frame, True, now))
+        port.busy_until = now + port.fcp_time
+        self.outbox.append((port.index, build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl()), True, now))
+        self.recorder.link_tx(port.label, now, LINK_LEN, False)
+
+    def link_blocked(self, port: Port, now: int, want: bool) -> bool:
+        """Whether the link of *port* is taken at *now*, so no packet may start.
+
+        A pending flow-control packet takes a free link first.  While one occupies the
+        link and a packet is waiting (*want*) or more flow-control packets are, the node
+        is woken at its end (:meth:`link_free`); while a packet occupies it, that
+        packet's own completion tries again."""
+        if port.busy_until <= now:
+            if not port.fcp_pending:
+                return False
+            self._fcp_out(port, now)
+        elif port.busy_until == port.data_end:
+            return True
+        if (want or port.fcp_pending) and port.wake_at != port.busy_until:
+            port.wake_at = port.busy_until
+            self.at(port.busy_until, self._link_wake, port)
+        return True
+
+    def _link_wake(self, now: int, port: Port) -> None:
+        if port.wake_at == now:
+            port.wake_at = -1
+        self.link_free(port, now)
+
+    def link_free(self, port: Port, now: int) -> None:
+        """The link of *port* became free after a flow-control packet: send what waits
+        (subclasses try their packets, which calls :meth:`link_blocked` first)."""
+        self.link_blocked(port, now, False)
 
     def _fc_tick(self, now: int) -> None:
         """Periodic flow-control packets where none went out for a whole period (IBA

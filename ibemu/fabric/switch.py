@@ -6,8 +6,11 @@
   may be bypassed by a newer packet when the head's input is busy sending to another
   output, at most ``bypass_limit`` times (default 4) to prevent starvation.
 - Cut-through: a packet may leave ``forwarding_delay`` (40 ns) after its first byte
-  arrived; it cannot finish before its last byte arrived.  Store-and-forward: after the
-  last byte plus the delay.
+  arrived, but not so early that the output, at its own rate, would run out of bytes:
+  its last byte leaves no earlier than its last byte arrived plus the delay (a slower
+  input feeding a faster output starts late).  Store-and-forward: after the last byte
+  plus the delay.  Either way a transmission occupies the output link for exactly its
+  length at the output's rate, so the receiver's view of the last byte is right.
 - Routing by a linear forwarding table on the DLID; the output VL from the SL-to-VL
   table (seed 004 "Virtual Lanes and Service Levels"); VL arbitration by the IBA
   dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
@@ -148,7 +151,15 @@ class Switch(Node):
             if vl >= len(self.queues[out]):
                 vl = len(self.queues[out]) - 1
         tail = now + port.tx_time(n)
-        eligible = (now if self.cut_through else tail) + self.fwd_delay
+        if self.cut_through:
+            # the output link must not underrun: from a slower input into a faster
+            # output the packet starts late enough to finish when its last byte is in
+            # (plus the forwarding delay), so every hop's last byte follows the last
+            # byte that came in (issue 13, defect 1)
+            lag = tail - now - self.ports[out].tx_time(n)
+            eligible = (now + lag if lag > 0 else now) + self.fwd_delay
+        else:
+            eligible = tail + self.fwd_delay
         data = _DATA_OPCODE[get_opcode_any(frame)] if lnh >= LNH_IBA_LOCAL else False
         e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
         (self.vl15[out] if vl == VL15 else self.queues[out][vl]).append(e)
@@ -214,7 +225,7 @@ class Switch(Node):
 
     def _try_output(self, o: int, now: int) -> None:
         port = self.ports[o]
-        if port.busy_until > now or not self.queued[o]:
+        if self.link_blocked(port, now, self.queued[o] > 0) or not self.queued[o]:
             return
         q15 = self.vl15[o]
         if q15:                                     # VL15 has priority and needs no credit
@@ -293,10 +304,8 @@ class Switch(Node):
         o = port.index
         frame = e.frame
         n = len(frame)
-        end = now + port.tx_time(n)
-        if end < e.tail:
-            end = e.tail
-        port.busy_until = end
+        end = now + port.tx_time(n)        # >= e.tail + forwarding delay (receive)
+        port.busy_until = port.data_end = end
         # store-and-forward: the whole packet is in the input buffer, which reads it out
         # at its own link's rate -- a fast input (4X QDR) feeding a slower output is free
         # again before the output is (issue 6, seed 002's testbed)
@@ -314,6 +323,9 @@ class Switch(Node):
         self.outbox.append((o, frame, False, now))
         self.recorder.link_tx(port.label, now, n, e.data)
         self.at(end, self._complete, e)
+
+    def link_free(self, port: Port, now: int) -> None:
+        self._try_output(port.index, now)
 
     def _complete(self, now: int, e: Entry) -> None:
         """The packet's last byte left: free its input buffer space, return the credit
