@@ -1,7 +1,11 @@
 """The input-buffered crossbar switch of seed 003 §3 and Table 1.
 
 - Input buffers per port per VL (credit capacity in 64-byte blocks).
-- A crossbar: an input port sends one packet at a time, an output port one at a time.
+- A crossbar: an input port sends one packet at a time, an output port one at a time --
+  except that a store-and-forward input faster than the outputs it feeds reads packets
+  out at its own rate, so it can feed several slower outputs at once as long as their
+  rates add up to no more than its own (4X QDR into four 4X SDR outputs; seed 002's
+  testbed, S2 port 20 feeding ports 23 and 24).
 - Per output port and VL a FIFO of the packets waiting for it, in arrival order; the head
   may be bypassed by a newer packet when the head's input is busy sending to another
   output, at most ``bypass_limit`` times (default 4) to prevent starvation.
@@ -46,7 +50,7 @@ _DATA_OPCODE = [is_data(op) for op in range(256)]
 class Entry:
     """A packet resident in the switch."""
     __slots__ = ("frame", "inp", "vl_in", "out", "vl", "blocks", "eligible", "tail",
-                 "bypassed", "data")
+                 "bypassed", "data", "share")
 
     def __init__(self, frame: bytearray, inp: int, vl_in: int, out: int, vl: int, blocks: int,
                  eligible: int, tail: int, data: bool) -> None:
@@ -60,6 +64,7 @@ class Entry:
         self.tail = tail                    # ps: its last byte is in
         self.bypassed = 0                   # times a newer packet was sent before it
         self.data = data                    # a data packet (not an ACK, CNP or MAD)
+        self.share = 0                      # output rate it takes of its input's read rate (0: all)
 
 
 class Switch(Node):
@@ -77,6 +82,7 @@ class Switch(Node):
         self.vl15: dict[int, list[Entry]] = {}      # out port -> VL15 packets (priority, no credits)
         self.queued: dict[int, int] = {}            # out port -> packets waiting (cnt1 of seed 003 §5)
         self.in_busy: dict[int, int] = {-1: 0}      # input port (-1: port 0) -> time its crossbar input frees
+        self.in_share: dict[int, int] = {-1: 0}     # input -> rates of the slower outputs it feeds now
         self.arb: dict[int, VLArbiter] = {}
         self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
         self.marker: Marker | None = None           # congestion marking (ibemu.fabric.hooks)
@@ -95,6 +101,7 @@ class Switch(Node):
         self.queued[port.index] = 0
         self.vl15[port.index] = []
         self.in_busy[port.index] = 0
+        self.in_share[port.index] = 0
         self.arb[port.index] = self.params.port_vlarb.get(port.index, self.params.vlarb).arbiter(nvl)
         self._wake_at[port.index] = -1
 
@@ -204,14 +211,14 @@ class Switch(Node):
         return True
 
     # ---------------------------------------------------------------- scheduling
-    def _pick(self, q: list[Entry], now: int) -> int | None:
-        """Index of the packet of FIFO *q* to send now, or None (seed 003 Table 1:
-        FIFO with bypass of the head when its input is busy, at most bypass_limit)."""
+    def _pick(self, q: list[Entry], now: int, rate: int) -> int | None:
+        """Index of the packet of FIFO *q* to send now on an output of *rate*, or None
+        (seed 003 Table 1: FIFO with bypass of the head when its input is busy, at most
+        bypass_limit)."""
         head = q[0]
         if head.eligible > now:
             return None
-        in_busy = self.in_busy
-        if in_busy[head.inp] <= now:
+        if self._input_free(head.inp, now, rate):
             return 0
         if head.bypassed >= self.bypass_limit:
             return None
@@ -219,9 +226,23 @@ class Switch(Node):
             e = q[i]
             if e.eligible > now:
                 return None
-            if in_busy[e.inp] <= now:
+            if self._input_free(e.inp, now, rate):
                 return i
         return None
+
+    def _input_free(self, inp: int, now: int, rate: int) -> bool:
+        """Can input *inp* feed an output of *rate* now?  It must not be sending a packet
+        whole (``in_busy``); a store-and-forward input faster than the output reads at
+        its own rate, so it only needs that output's rate to be left of its own by the
+        slower outputs it feeds already; any other transfer needs it all."""
+        if self.in_busy[inp] > now:
+            return False
+        used = self.in_share[inp]
+        if not self.cut_through and inp >= 0:
+            r_in = self.ports[inp].rate
+            if r_in > rate:
+                return used + rate <= r_in
+        return used == 0
 
     def _try_output(self, o: int, now: int) -> None:
         port = self.ports[o]
@@ -229,7 +250,7 @@ class Switch(Node):
             return
         q15 = self.vl15[o]
         if q15:                                     # VL15 has priority and needs no credit
-            i = self._pick(q15, now)
+            i = self._pick(q15, now, port.rate)
             if i is not None:
                 if i:
                     q15[0].bypassed += 1
@@ -244,7 +265,7 @@ class Switch(Node):
             q = queues[vl]
             if not q:
                 return
-            i = self._pick(q, now)
+            i = self._pick(q, now, port.rate)
             if i is None or not port.tx[vl].can_send(q[i].blocks):
                 port.pc.waiting(now, i is not None)     # PortXmitWait: blocked for credits
                 self._arm_eligibility(o, q, now)
@@ -254,7 +275,7 @@ class Switch(Node):
             starved = False
             for vl, q in enumerate(queues):
                 if q:
-                    i = self._pick(q, now)
+                    i = self._pick(q, now, port.rate)
                     if i is not None:
                         if port.tx[vl].can_send(q[i].blocks):
                             picks[vl] = i
@@ -307,11 +328,16 @@ class Switch(Node):
         end = now + port.tx_time(n)        # >= e.tail + forwarding delay (receive)
         port.busy_until = port.data_end = end
         # store-and-forward: the whole packet is in the input buffer, which reads it out
-        # at its own link's rate -- a fast input (4X QDR) feeding a slower output is free
-        # again before the output is (issue 6, seed 002's testbed)
+        # at its own link's rate -- a fast input (4X QDR) feeding a slower output spends
+        # only that output's rate of its own, and may feed other slower outputs at the
+        # same time (issue 13: holding it whole for its read time left S2:24 idle behind
+        # S2:23's packets on seed 002's testbed, throttling the victim X->Y)
         inp = self.ports.get(e.inp, port)
-        in_end = now + inp.tx_time(n) if (not self.cut_through and inp.rate > port.rate) else end
-        self.in_busy[e.inp] = in_end if in_end > e.tail else e.tail
+        if not self.cut_through and inp.rate > port.rate and e.inp >= 0:
+            e.share = port.rate             # a share of the input's read rate, until the end
+            self.in_share[e.inp] += e.share
+        else:
+            self.in_busy[e.inp] = end if end > e.tail else e.tail
         self.queued[o] -= 1
         port.pc.transmitted(n, now)
         if e.vl != VL15:
@@ -330,6 +356,8 @@ class Switch(Node):
     def _complete(self, now: int, e: Entry) -> None:
         """The packet's last byte left: free its input buffer space, return the credit
         upstream, and let every output that may have waited on that input try again."""
+        if e.share:
+            self.in_share[e.inp] -= e.share
         if e.vl_in != VL15:
             inport = self.ports[e.inp]
             inport.rx[e.vl_in].freed(e.blocks)

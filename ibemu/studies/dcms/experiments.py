@@ -106,6 +106,7 @@ def exp2_values(run: dict[str, Any], scenario: int) -> dict[str, float]:
          "victim_hit": mean(run, ["XY"], 7.25, 8.0),
          "first_low_s": first_low,
          "low_duration_s": first_default - first_low,
+         "default_s": first_default,
          "xy_done_s": done,
          "lows_while_victim_runs": float(sum(1 for t in lows if t < done)),
          "C_S2_23_two_flows": counter_mean(run, "C_S2_23", 5.5, 7),
