@@ -8,6 +8,13 @@ from .reproduction import Check, Reproduction
 
 __all__ = ["REPRODUCTIONS"]
 
+# Figure 3(b)'s "optimal static rates": the root link's capacity for data shared by its
+# ten flows.  Each data packet (2048 B of payload behind 26 B of headers and CRCs) is
+# answered by an ACK whose buffer credit comes back on the root link in a 6-byte
+# flow-control packet, sent between data packets (issue 13), so data gets 2074/2080 of
+# the link; a rate of exactly 1/10 would oversubscribe it by 0.3 % and spread congestion.
+OPTIMAL_RATE = 2074 / (2074 + 6) / 10
+
 REPRODUCTIONS: list[Reproduction] = [
     Reproduction(
         "fig2a", "Congestion spreading, L=5 R=1, buffer 4 packets, no window",
@@ -35,7 +42,7 @@ REPRODUCTIONS: list[Reproduction] = [
         "fig3b", "Optimal static rates, L=5 R=5",
         "seed 003 §4.2, Figure 3(b)",
         lambda: santos_fig1(L=5, R=5, buffer_packets=4, window=1,
-                            rate={"local": 0.1, "remote": 0.1}, name="fig3b"), (45, 55),
+                            rate={"local": OPTIMAL_RATE, "remote": OPTIMAL_RATE}, name="fig3b"), (45, 55),
         [Check("group:local", "ideal: 5 × 1/10", 0.47, 0.52),
          Check("group:remote", "ideal: 5 × 1/10", 0.47, 0.52),
          Check("flow:victim", "ideal: 1/2", 0.47, 0.52),
