@@ -10,8 +10,10 @@ flows are frozen at their rate; repeat with the rest.  Computed below
 ibemu.  Capacities: 4X SDR 1e9 B/s, 1X SDR 2.5e8 B/s; a static rate limit is a private
 link of that capacity.
 
-Measured: each flow's data packets on its own source link, in wire bytes (frame
-lengths), over a 1 ms window.  Allowances, derived: (1) the links also carry 6-byte
+Measured: each flow's data packets as its source started them, in wire bytes (payload
++ 26 bytes of LRH, BTH, ICRC and VCRC per RC SEND packet), over a 1 ms window; where a
+host has one flow, also its source link's data frames (their lengths as the link
+reports them).  Allowances, derived: (1) the links also carry 6-byte
 flow-control packets, at most one per 2074-byte packet (0.29 %, tests/physics/README.md),
 so a link's data capacity lies between 0.997 r and r: the expectation is the allocation
 with capacities 0.997 r and with r, and each flow must lie between the two;
@@ -62,11 +64,18 @@ def test_max_min_by_hand():
     assert got == pytest.approx({"f1": 1 / 3, "f2": 1 / 3, "f3": 1 / 3, "g": 2 / 3})
 
 
-def star(sources: dict[str, int], limits: dict[str, float] | None = None, cut_through: bool = True):
-    """Hosts (name -> link rate) each with one greedy flow into D through switch S."""
-    limits = limits or {}
+def star(sources: dict[str, int], limits: dict[str, float] | None = None, cut_through: bool = True,
+         ipds: dict[str, int] | None = None):
+    """Hosts (name -> link rate) each with one greedy flow into D through switch S.
+    *limits*: static rates (bytes/s); *ipds*: static inter-packet delays -- IBA static
+    rate control, rate R / (IPD + 1) (seed 004 "static rate control"), a private link of
+    that capacity."""
+    limits = dict(limits or {})
+    ipds = ipds or {}
     links = [link(h, "S", r) for h, r in sources.items()] + [link("S", "D", SDR)]
-    flows = [FlowSpec("f_" + h, h, "D", rate=limits.get(h)) for h in sources]
+    flows = [FlowSpec("f_" + h, h, "D", rate=limits.get(h), ipd=ipds.get(h)) for h in sources]
+    for h, ipd in ipds.items():
+        limits[h] = sources[h] / (ipd + 1)
     routes = {"f_" + h: ["%s->S" % h, "S->D"] + (["cap_" + h] if h in limits else []) for h in sources}
     capacity = {"%s->S" % h: float(r) for h, r in sources.items()} | {"S->D": float(SDR)}
     capacity |= {"cap_" + h: float(v) for h, v in limits.items()}
@@ -91,16 +100,32 @@ def parking_lot():
     return scn, capacity, routes, measured
 
 
+def one_host_three_qps():
+    """H1 runs three QPs (to D1, D2, D3) -- its link is their bottleneck, 1/3 each, the
+    HCA serving its QPs in turn; H2 -> D1 shares S -> D1 with H1's first and takes the
+    remaining 2/3."""
+    links = [link("H1", "S"), link("H2", "S"), link("S", "D1"), link("S", "D2"), link("S", "D3")]
+    flows = [FlowSpec("a", "H1", "D1"), FlowSpec("b", "H1", "D2"), FlowSpec("c", "H1", "D3"),
+             FlowSpec("g", "H2", "D1")]
+    routes = {"a": ["H1->S", "S->D1"], "b": ["H1->S", "S->D2"], "c": ["H1->S", "S->D3"], "g": ["H2->S", "S->D1"]}
+    capacity = {l: float(SDR) for r in routes.values() for l in r}
+    scn = scenario(links, flows, switches=["S"], duration=T1)
+    return scn, capacity, routes, {"g": "H2->S"}
+
+
 CASES = {
     "2-into-1": lambda: star({"H1": SDR, "H2": SDR}),
     "3-into-1": lambda: star({"H1": SDR, "H2": SDR, "H3": SDR}),
     "5-into-1": lambda: star({"H%d" % i: SDR for i in range(1, 6)}),
     # one flow held to 1e8 B/s by a static rate limit (FlowSpec.rate), three greedy
     "rate-limited": lambda: star({"H%d" % i: SDR for i in range(1, 5)}, limits={"H1": 1e8}),
+    # one flow at IPD 3: a quarter of its link; the other two split 0.75 (0.375 each)
+    "ipd-limited": lambda: star({"H1": SDR, "H2": SDR, "H3": SDR}, ipds={"H1": 3}),
     # one flow from a 1X SDR host (2.5e8 B/s): the others split 7.5e8
     "slow-source-store-and-forward": lambda: star({"H1": SDR_1X, "H2": SDR, "H3": SDR}, cut_through=False),
     "slow-source-cut-through": lambda: star({"H1": SDR_1X, "H2": SDR, "H3": SDR}),
     "parking-lot": parking_lot,
+    "one-host-three-qps": one_host_three_qps,
 }
 
 
@@ -110,7 +135,9 @@ def test_max_min_fair_shares(case):
     run = simulate(scn)
     high = max_min(capacity, routes)
     low = max_min({l: c * (1 - FC_ALLOWANCE) for l, c in capacity.items()}, routes)
-    for flow, label in measured.items():
-        got = run.tap.wire_rate(label, T0, T1)
+    for flow in routes:
+        got = sum(n + BASE for t, n in run.tap.ftx[flow] if T0 <= t < T1) * PS_PER_S / (T1 - T0)
         assert low[flow] - TOLERANCE <= got <= high[flow] + TOLERANCE, \
             "%s: %.4g B/s, max-min share %.4g..%.4g" % (flow, got, low[flow], high[flow])
+        if flow in measured:                    # the only flow on its source link: the same on the wire
+            assert run.tap.wire_rate(measured[flow], T0, T1) == got

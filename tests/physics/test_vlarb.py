@@ -54,12 +54,22 @@ def test_arithmetic():
     assert (high_run(0), high_run(1), high_run(2)) == (1, 15, 29)
 
 
-def run_table(table: VLArbTable, vls: int):
-    hosts = ["H%d" % v for v in range(vls)]
-    links = [link(h, "S", SDR) for h in hosts] + [link("S", "D", SDR)]
+def run_table(table: VLArbTable, vls: int, where: str = "switch"):
+    """*where* = "switch": one host per VL into D through S, whose output arbitrates;
+    "hca": one host sends every VL's flow to D over its own link, its HCA arbitrates
+    (IBA: the same table at every port, CA ports included)."""
+    if where == "switch":
+        hosts = ["H%d" % v for v in range(vls)]
+        links = [link(h, "S", SDR) for h in hosts] + [link("S", "D", SDR)]
+        switches = ["S"]
+        hca = HCAParams(mtu=PAYLOAD, data_vls=vls)
+    else:
+        hosts = ["H"] * vls
+        links, switches = [link("H", "D", SDR)], []
+        hca = HCAParams(mtu=PAYLOAD, data_vls=vls, vlarb=table)
     flows = [FlowSpec("vl%d" % v, h, "D", transport="ud", message_size=PAYLOAD, sl=v) for v, h in enumerate(hosts)]
-    scn = scenario(links, flows, switches=["S"], switch=SwitchParams(data_vls=vls, vlarb=table),
-                   hca=HCAParams(mtu=PAYLOAD, data_vls=vls), duration=T1)
+    scn = scenario(links, flows, switches=switches, switch=SwitchParams(data_vls=vls, vlarb=table),
+                   hca=hca, duration=T1)
     run = simulate(scn)
     counts = {}
     for v in range(vls):
@@ -78,23 +88,25 @@ def check_shares(counts: dict[int, int], per_round: dict[int, int]) -> None:
         assert abs(counts[vl] - total * k / rnd) <= rnd, (vl, counts, per_round)
 
 
+@pytest.mark.parametrize("where", ["switch", "hca"])
 @pytest.mark.parametrize("low", [
     [(0, 8), (1, 4), (2, 16)],                  # 2 : 1 : 4
     [(0, 8), (1, 8), (0, 8), (2, 4)],           # a VL listed twice (seed 004 Figure 7 style): 4 : 2 : 1
     [(0, 4), (1, 4), (2, 4)],                   # equal weights: 1 : 1 : 1
 ])
-def test_low_priority_weights(low):
-    _, counts = run_table(VLArbTable(high=[], low=low), 3)
+def test_low_priority_weights(low, where):
+    _, counts = run_table(VLArbTable(high=[], low=low), 3, where)
     per_round: dict[int, int] = {}
     for vl, w in low:
         per_round[vl] = per_round.get(vl, 0) + per_turn(w)
     check_shares(counts, per_round)
 
 
+@pytest.mark.parametrize("where", ["switch", "hca"])
 @pytest.mark.parametrize("limit", [0, 1, 2])
-def test_limit_of_high_priority(limit):
+def test_limit_of_high_priority(limit, where):
     """High [(VL0, 1)], Low [(VL1, 255)]: VL0 sends high_run(limit) packets, VL1 one."""
-    _, counts = run_table(VLArbTable(high=[(0, 1)], low=[(1, 255)], limit_of_high_priority=limit), 2)
+    _, counts = run_table(VLArbTable(high=[(0, 1)], low=[(1, 255)], limit_of_high_priority=limit), 2, where)
     check_shares(counts, {0: high_run(limit), 1: 1})
 
 
