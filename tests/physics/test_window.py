@@ -12,6 +12,13 @@ next packet once the ACK's last byte is in:
 - through one switch, A -- (p) -- S -- (p) -- B: each way crosses two links and the
   switch: RTT = (2p + d + T) + (2p + d + T_ack) = 4p + 2d + T + T_ack.
 
+For RDMA READ the window counts response packets (PSNs) outstanding: the requester
+sends a request (LRH + BTH + RETH 16 + ICRC + VCRC = 42 bytes, T_req) when a response's
+last byte is in, and the responder answers once the request's last byte is in, so with
+one-packet READs (a 2048-byte READ_RESPONSE_ONLY: 26 + AETH 4 + 2048 = 2078 bytes, T):
+RTT = 2p + T_req + T direct, 4p + 2d + T_req + T through the switch; measured on the
+responses as they leave the responder.
+
 When W·T < RTT, packet i + W starts exactly one RTT after packet i.  The receive
 buffers are made large enough that credits never bind first (credit round trip
 2p + T per hop, buffer >= W packets).  Allowance: flow-control packets of 6 bytes on
@@ -28,7 +35,7 @@ import pytest
 from ibemu.fabric.params import FlowSpec, HCAParams, SwitchParams
 from ibemu.units import PS_PER_S, PS_PER_US
 
-from .harness import AETH, BASE, FCP_BYTES, FORWARDING_DELAY, SDR, link, ps, scenario, simulate
+from .harness import AETH, BASE, FCP_BYTES, RETH, FORWARDING_DELAY, SDR, link, ps, scenario, simulate
 
 PROP = 10 * PS_PER_US
 DURATION = 600 * PS_PER_US
@@ -37,8 +44,8 @@ ACK = BASE + AETH                                 # 30 bytes
 
 
 @functools.cache
-def windowed(topology: str, window: int, payload: int):
-    flow = FlowSpec("f", "A", "B", message_size=payload, window=window)
+def windowed(topology: str, window: int, payload: int, op: str = "send"):
+    flow = FlowSpec("f", "A", "B", op=op, message_size=payload, window=window)
     if topology == "direct":
         links, switches = [link("A", "B", SDR, PROP)], []
     else:
@@ -48,20 +55,33 @@ def windowed(topology: str, window: int, payload: int):
     return simulate(scn)
 
 
+@pytest.mark.parametrize("op", ["send", "read"])
 @pytest.mark.parametrize("payload", [2048, 256])
 @pytest.mark.parametrize("window", [1, 3, 8])
 @pytest.mark.parametrize("topology", ["direct", "switch"])
-def test_window_limited_throughput(topology, window, payload):
-    n = payload + BASE
-    run = windowed(topology, window, payload)
-    t_data, t_ack = ps(n, SDR), ps(ACK, SDR)
-    if topology == "direct":
-        rtt = 2 * PROP + t_data + t_ack
+def test_window_limited_throughput(topology, window, payload, op):
+    run = windowed(topology, window, payload, op)
+    if op == "send":
+        n = payload + BASE                      # SEND_ONLY
+        back = ps(ACK, SDR)                     # the ACK
+        data_link = "A->B" if topology == "direct" else "A->S"
+        back_link = "B->A" if topology == "direct" else "S->A"
+        back_len = ACK
     else:
-        rtt = 4 * PROP + 2 * FORWARDING_DELAY + t_data + t_ack
+        n = payload + BASE + AETH               # READ_RESPONSE_ONLY
+        back = ps(BASE + RETH, SDR)             # the next request
+        data_link = "B->A" if topology == "direct" else "B->S"
+        back_link = "A->B" if topology == "direct" else "S->B"
+        back_len = BASE + RETH
+    t_data = ps(n, SDR)
+    if topology == "direct":
+        rtt = 2 * PROP + t_data + back
+    else:
+        rtt = 4 * PROP + 2 * FORWARDING_DELAY + t_data + back
     assert window * t_data < rtt
-    starts = [t for t, nb in run.tap.data_frames("A->B" if topology == "direct" else "A->S")]
-    assert {nb for _, nb in run.tap.data_frames("A->B" if topology == "direct" else "A->S")} == {n}
+    frames = run.tap.data_frames(data_link)
+    assert {nb for _, nb in frames} == {n}
+    starts = [t for t, _ in frames]
     periods = [b - a for a, b in zip(starts, starts[window:])]
     assert len(periods) >= 5 * window
     late = 2 * ps(FCP_BYTES, SDR)
@@ -71,6 +91,5 @@ def test_window_limited_throughput(topology, window, payload):
     got = m * n * PS_PER_S / (starts[m] - starts[0])
     want = window * n * PS_PER_S / rtt
     assert want * rtt / (rtt + late) <= got <= want
-    # every packet is acknowledged by its own ACK: one ACK per packet came back
-    acks = run.tap.frames("B->A" if topology == "direct" else "S->A")
-    assert {nb for _, nb in acks} == {ACK}
+    # one ACK (or request) per packet goes the other way
+    assert {nb for _, nb in run.tap.frames(back_link)} == {back_len}
