@@ -28,7 +28,7 @@ import pytest
 from ibemu.fabric.params import FlowSpec, SwitchParams
 from ibemu.units import PS_PER_S, PS_PER_US
 
-from .harness import BASE, SDR, SDR_1X, link, scenario, simulate
+from .harness import BASE, DDR, SDR, SDR_1X, link, scenario, simulate
 
 T0, T1 = 200 * PS_PER_US, 1200 * PS_PER_US
 N_BYTES = BASE + 2048
@@ -65,19 +65,19 @@ def test_max_min_by_hand():
 
 
 def star(sources: dict[str, int], limits: dict[str, float] | None = None, cut_through: bool = True,
-         ipds: dict[str, int] | None = None):
+         ipds: dict[str, int] | None = None, sink: int = SDR):
     """Hosts (name -> link rate) each with one greedy flow into D through switch S.
     *limits*: static rates (bytes/s); *ipds*: static inter-packet delays -- IBA static
     rate control, rate R / (IPD + 1) (seed 004 "static rate control"), a private link of
     that capacity."""
     limits = dict(limits or {})
     ipds = ipds or {}
-    links = [link(h, "S", r) for h, r in sources.items()] + [link("S", "D", SDR)]
+    links = [link(h, "S", r) for h, r in sources.items()] + [link("S", "D", sink)]
     flows = [FlowSpec("f_" + h, h, "D", rate=limits.get(h), ipd=ipds.get(h)) for h in sources]
     for h, ipd in ipds.items():
         limits[h] = sources[h] / (ipd + 1)
     routes = {"f_" + h: ["%s->S" % h, "S->D"] + (["cap_" + h] if h in limits else []) for h in sources}
-    capacity = {"%s->S" % h: float(r) for h, r in sources.items()} | {"S->D": float(SDR)}
+    capacity = {"%s->S" % h: float(r) for h, r in sources.items()} | {"S->D": float(sink)}
     capacity |= {"cap_" + h: float(v) for h, v in limits.items()}
     scn = scenario(links, flows, switches=["S"], switch=SwitchParams(cut_through=cut_through), duration=T1)
     measured = {"f_" + h: "%s->S" % h for h in sources}
@@ -124,6 +124,12 @@ CASES = {
     # one flow from a 1X SDR host (2.5e8 B/s): the others split 7.5e8
     "slow-source-store-and-forward": lambda: star({"H1": SDR_1X, "H2": SDR, "H3": SDR}, cut_through=False),
     "slow-source-cut-through": lambda: star({"H1": SDR_1X, "H2": SDR, "H3": SDR}),
+    # three SDR hosts into a DDR link (2e9 B/s): 2e9 / 3 = 6.67e8 each, below their own 1e9
+    "3-sdr-into-ddr-cut-through": lambda: star({"H1": SDR, "H2": SDR, "H3": SDR}, sink=DDR),
+    "3-sdr-into-ddr-store-and-forward": lambda: star({"H1": SDR, "H2": SDR, "H3": SDR}, sink=DDR,
+                                                     cut_through=False),
+    # two SDR hosts into a DDR link: the DDR link has room for both, each is held by its own link
+    "2-sdr-into-ddr": lambda: star({"H1": SDR, "H2": SDR}, sink=DDR),
     "parking-lot": parking_lot,
     "one-host-three-qps": one_host_three_qps,
 }
