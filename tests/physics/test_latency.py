@@ -33,7 +33,7 @@ import pytest
 
 from ibemu.build import build_fabric
 from ibemu.capture.erf import read_erf_pcap
-from ibemu.fabric.params import FlowSpec, SwitchParams
+from ibemu.fabric.params import FlowSpec, HCAParams, SwitchParams
 from ibemu.run import run_virtual
 from ibemu.units import PS_PER_NS, PS_PER_S, PS_PER_US
 from ibemu.wire import codec
@@ -186,8 +186,10 @@ def test_message_completion_time(path, mode):
     rates = PATHS[path]
     p = Path(rates, propagation=PROP)
     flow = FlowSpec("f", "src", "dst", pattern="messages", count=1, message_size=4 * 2048, start=START)
+    # the destination acknowledges the message once, at its last packet (AckReq): no
+    # ACK -- and no credit return for one -- crosses the data's path while it flows
     scn = scenario(p.links(), [flow], switches=p.switches, switch=SwitchParams(cut_through=MODES[mode]),
-                   duration=100 * PS_PER_US)
+                   hca_params={"dst": HCAParams(ack_every=16)}, duration=100 * PS_PER_US)
     run = simulate(scn)
     want = pipeline(rates, 2048 + BASE, 4, PROP, FORWARDING_DELAY, MODES[mode])
     if path == "k1-sdr":
@@ -195,6 +197,7 @@ def test_message_completion_time(path, mode):
     t0 = run.tap.ftx["f"][0][0]
     assert [tt - t0 for tt, _, _ in run.tap.frx["f"]] == want
     assert [done for _, _, done in run.tap.frx["f"]] == [False, False, False, True]
+    assert len(run.tap.frames(p.back(len(rates) - 1))) == 1        # the one ACK
 
 
 # ----------------------------------------------------------------- the capture
