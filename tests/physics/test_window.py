@@ -84,7 +84,18 @@ def test_window_limited_throughput(topology, window, payload, op):
     starts = [t for t, _ in frames]
     periods = [b - a for a, b in zip(starts, starts[window:])]
     assert len(periods) >= 5 * window
-    late = 2 * ps(FCP_BYTES, SDR)
+    # flow-control packets go between packets (issue 13): the credit of every packet a
+    # node takes in goes back in a 6-byte FCP, which holds up the node's next packet on
+    # that link -- at the receiver the ACK (or response) waits behind the FCP for the
+    # request, at the sender the next packet behind the FCP for the ACK: rtt + 2 FCPs
+    # per round trip in the steady state.  The first round went back to back; from the
+    # second on, an ACK arrives during each packet, so every packet of the window is
+    # preceded by an FCP: packet k of round 2 is k+1 FCPs later than in round 1, up to
+    # W+1.  A periodic FCP (one per fc_period) may add one more at either end.
+    fcp = ps(FCP_BYTES, SDR)
+    late = (window + 1 + 2) * fcp
+    steady = sorted(periods[window:])
+    assert steady[len(steady) // 2] == rtt + 2 * fcp, (steady[len(steady) // 2], rtt)
     assert min(periods) >= rtt and max(periods) <= rtt + late, (min(periods), max(periods), rtt)
     # and in bytes/s over whole round trips: W·n / RTT
     m = len(periods) // window * window
