@@ -35,15 +35,19 @@ def summarize(m: Metrics, t_from: int | None = None, t_to: int | None = None) ->
     the active interval [start, min(stop, duration)], normalized (the wire bytes'
     rate as a fraction of the source link).  ``latency``: count, p50_ps, p99_ps,
     max_ps, mean_ps of the messages delivered whole (None without any);
-    ``messages_started``; ``finite`` (pattern ``messages``); ``completion_ps``: a finite flow's completion time (None for
-    other flows and while unfinished).  Groups: the same for the members' sum over the
-    union span of their active intervals, plus Jain's index among members; latency over
-    all members' messages, ``completion`` the distribution of the finite members'
-    completion times (with ``finite``: how many members are finite), ``completion_ps``
-    from the first member's first byte to the last member's last byte once every
-    finite member is done.  Links: bytes, utilization (all frames) and data_utilization
-    over the run.  "window" sub-dicts hold the same over [t_from, t_to] (intersected
-    with the active interval; latency of the messages completed in it).
+    ``messages_started``; ``finite`` (pattern ``messages``); ``completion_ps``: a
+    finite flow's completion time (None for other flows and while unfinished).
+
+    Groups: the same for the members' sum over the union span of their active
+    intervals, plus Jain's index among members; latency over all members' messages;
+    ``completion``: the distribution of the finite members' completion times
+    (``finite``: how many members are finite); ``completion_ps``: from the first
+    member's first byte to the last member's last byte, once every finite member is
+    done.
+
+    Links: bytes, utilization (all frames) and data_utilization over the run.
+    "window" sub-dicts hold the same over [t_from, t_to] (intersected with the active
+    interval; latency of the messages completed in it).
     """
     edges = m.edges()
     win = None
