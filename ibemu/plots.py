@@ -1,6 +1,7 @@
 """Plots of a run in the style of seed 003 Figure 2: rates over time (sliding window)
-as fractions of link bandwidth, for the chosen links and flow groups; and cc.png, the
-congestion-control variables over time.  matplotlib is imported only here, and only
+as fractions of link bandwidth, for the chosen links and flow groups; cc.png, the
+congestion-control variables over time; and latency.png, the CDFs of message latency
+and flow completion time.  matplotlib is imported only here, and only
 through :class:`matplotlib.figure.Figure` (no pyplot, no global backend state)."""
 from __future__ import annotations
 
@@ -117,3 +118,66 @@ def plot_traces(metrics: Metrics, scenario: Scenario, out: Path) -> None:
     fig.suptitle(scenario.name + " - congestion control state")
     fig.tight_layout()
     fig.savefig(out / "cc.png", metadata={"Software": None})
+
+
+PLOT_MAX_CDFS = 10          # curves per panel of latency.png
+
+
+def _cdf_curves(metrics: Metrics, scenario: Scenario, which: int) -> list[tuple[str, np.ndarray]]:
+    """(label, sorted samples in µs) per group (the chosen plot_groups, else all), else
+    per flow for latencies and one curve for completion times; the first PLOT_MAX_CDFS
+    with samples.  *which*: 0 message latencies, 1 the finite flows' completion times."""
+    from .units import PS_PER_US
+
+    def samples(names: list[str]) -> np.ndarray:
+        if which == 0:
+            parts = [metrics.latencies(n)[0] for n in names]
+            x = np.concatenate(parts) if parts else np.zeros(0)
+        else:
+            x = np.array([c for c in (metrics.completion(n) for n in names) if c is not None], dtype=np.int64)
+        return np.sort(x) / PS_PER_US
+
+    groups = metrics.groups()
+    wanted = [g for g in scenario.output.plot_groups if g in groups] or list(groups)
+    if wanted:
+        sets = [(g, groups[g]) for g in wanted]
+    elif which == 0:
+        sets = [(n, [n]) for n in metrics.flow_names()]
+    else:
+        sets = [("finite flows", metrics.flow_names())]
+    curves = [(label, samples(names)) for label, names in sets]
+    return [(label, x) for label, x in curves if len(x)][:PLOT_MAX_CDFS]
+
+
+def plot_latency(metrics: Metrics, scenario: Scenario, out: Path) -> None:
+    """latency.png: the empirical CDF of message latency (first byte sent to last byte
+    delivered) per group, else per flow; and, with two or more finished finite flows,
+    the CDF of their completion times.  Log-scaled time axis when the samples span more
+    than a factor 20.  Nothing is written when no message was delivered whole."""
+    from matplotlib.figure import Figure
+
+    panels = [("message latency (µs)", _cdf_curves(metrics, scenario, 0))]
+    fct = _cdf_curves(metrics, scenario, 1)
+    if sum(len(x) for _, x in fct) >= 2:
+        panels.append(("flow completion time (µs)", fct))
+    if not panels[0][1]:
+        return
+    fig = Figure(figsize=(8, 3.6 * len(panels) + 0.4), dpi=110)
+    for k, (xlabel, curves) in enumerate(panels):
+        ax = fig.add_subplot(len(panels), 1, k + 1)
+        lo = min(float(x[0]) for _, x in curves)
+        hi = max(float(x[-1]) for _, x in curves)
+        for j, (label, x) in enumerate(curves):
+            y = np.arange(1, len(x) + 1) / len(x)
+            ax.step(np.concatenate(([x[0]], x)), np.concatenate(([0.0], y)), where="post",
+                    color="C%d" % (j % 10), label="%s (%d)" % (label, len(x)), linewidth=1.3)
+        if lo > 0 and hi / lo > 20:
+            ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("fraction")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower right", fontsize="small")
+    fig.suptitle(scenario.name + " - latency CDF")
+    fig.tight_layout()
+    fig.savefig(out / "latency.png", metadata={"Software": None})

@@ -28,7 +28,6 @@ from .results import Metrics, Progress, format_summary_table, write_outputs
 from .scenario.model import Scenario
 from .sim.engine import VirtualEngine
 from .units import PS_PER_MS
-from .wire.layout import PACKET_OVERHEAD as WIRE_OVERHEAD  # LRH, BTH, ICRC, VCRC of a SEND packet
 
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
 
@@ -89,8 +88,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     ps for the windowed figures of the summary.
     """
     flows = {f.name: f for f in scn.flows}
-    metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {},
-                      packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
+    metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {}, window_ps=scn.output.window)
     fabric = build_fabric(scn, metrics)
     metrics.add_links(fabric.link_capacity)
     metrics.add_flow_capacity(fabric.flow_capacity)

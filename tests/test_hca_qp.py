@@ -33,7 +33,7 @@ class Rec(Recorder):
     def flow_tx(self, flow, t, nbytes):
         self.tx.append((flow, t, nbytes))
 
-    def flow_rx(self, flow, t, nbytes, message_done):
+    def flow_rx(self, flow, t, nbytes, wire, message_done):
         self.rx.append((flow, t, nbytes, message_done))
 
 

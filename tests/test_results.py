@@ -82,7 +82,7 @@ def _saturate(m, flow, link, t0, t1, data=True):
     while t + PKT_TIME <= t1:
         if flow:
             m.flow_tx(flow, t, PKT)
-            m.flow_rx(flow, t + PKT_TIME, PKT, message_done=True)
+            m.flow_rx(flow, t + PKT_TIME, PKT, PKT, message_done=True)
         if link:
             m.link_tx(link, t, PKT, data)
         t += PKT_TIME
@@ -132,8 +132,8 @@ def test_flow_throughput_uses_its_active_interval_and_groups_aggregate():
     _saturate(m, "f1", None, 0, 5 * PS_PER_MS)            # f1 alone for 5 ms ...
     t = 5 * PS_PER_MS                                      # ... then f1 and f2 share
     while t + 2 * PKT_TIME <= 10 * PS_PER_MS:
-        m.flow_rx("f1", t + PKT_TIME, PKT, True)
-        m.flow_rx("f2", t + 2 * PKT_TIME, PKT, True)
+        m.flow_rx("f1", t + PKT_TIME, PKT, PKT, True)
+        m.flow_rx("f2", t + 2 * PKT_TIME, PKT, PKT, True)
         t += 2 * PKT_TIME
     s = m.summary()
     assert s["flows"]["f1"]["normalized"] == pytest.approx(0.75, abs=0.01)
@@ -152,12 +152,14 @@ def test_flow_throughput_uses_its_active_interval_and_groups_aggregate():
     assert series[3:-3] == pytest.approx(1.0, abs=0.02)
 
 
-def test_packet_overhead_turns_goodput_into_wire_rate():
+def test_normalized_rate_counts_wire_bytes_throughput_payload():
+    # 2048 bytes of payload in 2068-byte frames back to back at 1 GB/s: the link is
+    # busy all the time (normalized 1.0); the payload rate is 2048/2068 of it
     flows = {"f": FlowSpec("f", "a", "b")}
-    m = Metrics(PS_PER_MS, 100 * PS_PER_US, {}, flows, {"f": GBS}, packet_overhead=20)
+    m = Metrics(PS_PER_MS, 100 * PS_PER_US, {}, flows, {"f": GBS})
     t = 0
     while t + PKT_TIME <= PS_PER_MS:
-        m.flow_rx("f", t + PKT_TIME, 2048, False)
+        m.flow_rx("f", t + PKT_TIME, 2048, PKT, False)
         t += PKT_TIME
     f = m.summary()["flows"]["f"]
     assert f["normalized"] == pytest.approx(1.0, abs=0.01)
@@ -170,7 +172,7 @@ def test_counters_unknown_names_and_late_events():
     m.counter("swA", "dropped_malformed", 2)
     m.counter("h1", "cnp_sent", 5)
     m.link_tx("extra->link", 10, 100, True)                 # not in link_capacity
-    m.flow_rx("ghost", 10, 100, False)                      # not in flows
+    m.flow_rx("ghost", 10, 100, 126, False)                      # not in flows
     m.link_tx("h1->sw", 10 * PS_PER_MS + 5 * PS_PER_US, 100, True)   # after the end
     s = m.summary()
     assert s["counters"] == {"swA": {"dropped_malformed": 3}, "h1": {"cnp_sent": 5}}
@@ -213,11 +215,11 @@ def _fed_metrics(sc):
     while t + PKT_TIME <= sc.duration:
         f = names[k % 3]
         if 4 * PS_PER_MS <= t < 6 * PS_PER_MS and k % 4 == 0:
-            m.flow_rx("victim", t + PKT_TIME, PKT, True)
+            m.flow_rx("victim", t + PKT_TIME, PKT, PKT, True)
             m.link_tx("inter", t, PKT, True)
             m.link_tx("B->hv", t, PKT, True)
         else:
-            m.flow_rx(f, t + PKT_TIME, PKT, True)
+            m.flow_rx(f, t + PKT_TIME, PKT, PKT, True)
             m.link_tx("root", t, PKT, True)
             if f == "remote1":
                 m.link_tx("inter", t, PKT, True)

@@ -100,8 +100,8 @@ def test_metrics_export_and_merge_equal_one_recorder():
     for i, (link, t, n, data) in enumerate(events):
         whole.link_tx(link, t, n, data)
         (a if i % 2 else b).link_tx(link, t, n, data)
-    a.flow_rx("f1", 5 * 10**8, 2048, True)
-    whole.flow_rx("f1", 5 * 10**8, 2048, True)
+    a.flow_rx("f1", 5 * 10**8, 2048, 2074, True)
+    whole.flow_rx("f1", 5 * 10**8, 2048, 2074, True)
     a.counter("S", "x", 2)
     whole.counter("S", "x", 2)
     for t in (0, 10, 20):

@@ -3,6 +3,13 @@ metrics (:mod:`ibemu.results`).  Sans-I/O: plain method calls with emulated time
 
 The core calls these methods; :class:`ibemu.results.Metrics` implements them with
 binned time series.  This base class ignores everything (for unit tests of nodes).
+
+Message latency (issue 13, deliverable 2) is reported in two halves, because a flow's
+source and its destination may run in different processes (the wall clock's workers):
+:meth:`message_start` where the message's first byte goes on the wire and
+:meth:`message_done` where its last byte is delivered, both naming the message by its
+number in the flow (0, 1, 2, ... in the order the source starts them).  The recorder
+joins them (:meth:`ibemu.results.Metrics.latencies`).
 """
 from __future__ import annotations
 
@@ -15,8 +22,21 @@ class Recorder:
     def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
         """The source of *flow* injected a data packet with *nbytes* of payload."""
 
-    def flow_rx(self, flow: str, t: int, nbytes: int, message_done: bool) -> None:
-        """The destination of *flow* received a data packet in order (its tail at *t*)."""
+    def flow_rx(self, flow: str, t: int, nbytes: int, wire: int, message_done: bool) -> None:
+        """The destination of *flow* received a data packet in order (its tail at *t*):
+        *nbytes* of payload in a frame of *wire* bytes on the link (the frame's length:
+        every header present -- LRH, GRH, BTH, DETH, RETH, AETH, ImmDt -- the pad, ICRC
+        and VCRC).  *message_done*: the packet was the message's last."""
+
+    def message_start(self, flow: str, seq: int, t: int) -> None:
+        """The source of *flow* started message *seq* (its first transmission, never a
+        retransmission): the first byte of its first packet went on the source's link at
+        *t*.  For an RDMA READ the message starts with its READ request."""
+
+    def message_done(self, flow: str, seq: int, t: int) -> None:
+        """Message *seq* of *flow* was delivered whole at *t*: the tail of its last packet
+        arrived (at the destination for SEND, RDMA WRITE and UD; at the requester, with
+        the last READ response, for an RDMA READ)."""
 
     def counter(self, node: str, name: str, value: int = 1) -> None:
         """Add *value* to a named per-node counter (e.g. dropped_malformed)."""

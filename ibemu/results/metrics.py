@@ -11,7 +11,9 @@ picoseconds.
 """
 from __future__ import annotations
 
+import base64
 import math
+import zlib
 from array import array
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeAlias
@@ -20,13 +22,14 @@ import numpy as np
 
 from ..fabric.recorder import Recorder
 from ..units import PS_PER_MS
+from .latency import Times, completion_time, join
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
 
 Bins: TypeAlias = "array[int]"               # array("q"): one signed 64-bit count per bin
 LinkSeries: TypeAlias = "tuple[Bins, Bins, Bins]"     # all bytes, data bytes, data packets
 FlowTxSeries: TypeAlias = "tuple[Bins, Bins]"         # bytes, packets
-FlowRxSeries: TypeAlias = "tuple[Bins, Bins, Bins]"   # bytes, packets, messages
+FlowRxSeries: TypeAlias = "tuple[Bins, Bins, Bins, Bins]"   # payload bytes, packets, messages, wire bytes
 
 
 class FlowLike(Protocol):
@@ -34,6 +37,20 @@ class FlowLike(Protocol):
     group: str | None
     start: int
     stop: int | None
+    pattern: str                # "messages": a finite flow of *count* messages
+    count: int | None
+
+
+def _pack(a: Times) -> str:
+    """An array("q") of times or message numbers for a worker's JSON part: its
+    differences (small: the values mostly grow) as little-endian int64, zlib, base64."""
+    d = np.diff(np.asarray(a, dtype=np.int64), prepend=np.int64(0)).astype("<i8")
+    return base64.b64encode(zlib.compress(d.tobytes(), 6)).decode("ascii")
+
+
+def _unpack(text: str) -> Times:
+    d = np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype="<i8")
+    return array("q", np.cumsum(d, dtype=np.int64).tobytes())
 
 
 class Metrics(Recorder):
@@ -42,17 +59,21 @@ class Metrics(Recorder):
     *link_capacity*: directed link label -> bytes/s.  *flows*: flow name -> spec with
     ``group``, ``start``, ``stop`` (e.g. :class:`ibemu.fabric.params.FlowSpec`).
     *flow_capacity*: flow name -> bytes/s of its source link (for normalized rates).
-    *packet_overhead*: bytes added per received data packet when a flow's rate is
-    expressed as a fraction of the link (flow_rx reports payload; seed 003 counts whole
-    2068-byte packets, so 20 there).  0 keeps the goodput (2048/2068 = 0.990 at best).
+    A flow's normalized rate counts the wire bytes of its delivered data packets (each
+    frame's whole length as :meth:`flow_rx` reports it: every header present, pad, ICRC
+    and VCRC), so a flow alone at line rate is 1.0 whatever its operation.
     *window_ps*: default sliding window of the ``*_series`` accessors.
+
+    Message latency: the start time of every message (one array("q") per flow, indexed
+    by message number) and the number and time of every completion (two arrays), 8 and
+    16 bytes per message; joined when asked (:meth:`latencies`).
 
     Events at or after the run's end are kept (the bins grow).
     """
 
     def __init__(self, duration_ps: int, bin_ps: int, link_capacity: Mapping[str, int],
                  flows: Mapping[str, FlowLike], flow_capacity: Mapping[str, int], *,
-                 packet_overhead: int = 0, window_ps: int = 2 * PS_PER_MS) -> None:
+                 window_ps: int = 2 * PS_PER_MS) -> None:
         if duration_ps <= 0 or bin_ps <= 0:
             raise ValueError("duration and bin must be positive (got %r, %r)" % (duration_ps, bin_ps))
         self.duration = int(duration_ps)
@@ -60,12 +81,13 @@ class Metrics(Recorder):
         self.link_capacity: dict[str, int] = dict(link_capacity)
         self.flows: dict[str, FlowLike] = dict(flows)
         self.flow_capacity: dict[str, int] = dict(flow_capacity)
-        self.packet_overhead = int(packet_overhead)
         self.window = int(window_ps)
         self._n = -(-self.duration // self.bin)
         self._links: dict[str, LinkSeries] = {}
         self._ftx: dict[str, FlowTxSeries] = {}
         self._frx: dict[str, FlowRxSeries] = {}
+        self._mstart: dict[str, Times] = {}                                # flow -> start ps by message
+        self._mdone: dict[str, tuple[Times, Times]] = {}                   # flow -> (message, done ps)
         self._counters: dict[str, dict[str, int]] = {}
         self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
         self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
@@ -99,17 +121,38 @@ class Metrics(Recorder):
             self._grow(self._ftx, self._new_flow, flow, i)
             self.flow_tx(flow, t, nbytes)
 
-    def flow_rx(self, flow: str, t: int, nbytes: int, message_done: bool) -> None:
+    def flow_rx(self, flow: str, t: int, nbytes: int, wire: int, message_done: bool) -> None:
         i = t // self.bin
         try:
             s = self._frx[flow]
             s[0][i] += nbytes
             s[1][i] += 1
+            s[3][i] += wire
             if message_done:
                 s[2][i] += 1
         except (KeyError, IndexError):
             self._grow(self._frx, self._new_flow, flow, i)
-            self.flow_rx(flow, t, nbytes, message_done)
+            self.flow_rx(flow, t, nbytes, wire, message_done)
+
+    def message_start(self, flow: str, seq: int, t: int) -> None:
+        a = self._mstart.get(flow)
+        if a is None:
+            a = self._mstart[flow] = array("q")
+        n = len(a)
+        if seq == n:
+            a.append(t)
+        elif seq > n:                           # (never from the QPs: they number from 0 up)
+            a.extend([-1] * (seq - n))
+            a.append(t)
+        else:
+            a[seq] = t
+
+    def message_done(self, flow: str, seq: int, t: int) -> None:
+        d = self._mdone.get(flow)
+        if d is None:
+            d = self._mdone[flow] = (array("q"), array("q"))
+        d[0].append(seq)
+        d[1].append(t)
 
     def counter(self, node: str, name: str, value: int = 1) -> None:
         d = self._counters.get(node)
@@ -178,6 +221,8 @@ class Metrics(Recorder):
             return {k: [list(x) for x in v] for k, v in table.items() if any(any(x) for x in v)}
         return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
                 "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
+                "msg_start": {k: _pack(v) for k, v in self._mstart.items()},
+                "msg_done": {k: [_pack(v[0]), _pack(v[1])] for k, v in self._mdone.items()},
                 "counters": {n: dict(c) for n, c in self._counters.items()},
                 "traces": [[kind, key, tr] for (kind, key), tr in self.traces.items()],
                 "events": list(self.events), "port_times": list(self.port_times),
@@ -202,6 +247,16 @@ class Metrics(Recorder):
                     for i, v in enumerate(theirs):
                         if v:
                             mine[i] += v
+        for name, text in data.get("msg_start", {}).items():
+            theirs = _unpack(text)
+            mine = self._mstart.get(name)
+            if mine and any(x >= 0 for x in mine):  # a flow's messages start at its one source
+                raise ValueError("message starts of flow %r recorded twice" % name)
+            self._mstart[name] = theirs
+        for name, (seqs, times) in data.get("msg_done", {}).items():
+            d = self._mdone.setdefault(name, (array("q"), array("q")))
+            d[0].extend(_unpack(seqs))
+            d[1].extend(_unpack(times))
         for node, values in data["counters"].items():
             for name, v in values.items():
                 self.counter(node, name, v)
@@ -236,7 +291,7 @@ class Metrics(Recorder):
 
     def _new_flow(self, name: str) -> None:
         self._ftx[name] = (self._zeros(), self._zeros())
-        self._frx[name] = (self._zeros(), self._zeros(), self._zeros())
+        self._frx[name] = (self._zeros(), self._zeros(), self._zeros(), self._zeros())
 
     def _extend_all(self) -> None:
         """Every series grows to ``self._n`` bins."""
@@ -301,9 +356,47 @@ class Metrics(Recorder):
 
     def flow_totals(self, name: str) -> tuple[int, int, int, int, int]:
         """Bytes, packets and messages received, bytes and packets sent, of flow *name*."""
-        rxb, rxp, msg = (sum(x) for x in self._frx[name])
+        rxb, rxp, msg = (sum(x) for x in self._frx[name][:3])
         txb, txp = (sum(x) for x in self._ftx[name])
         return rxb, rxp, msg, txb, txp
+
+    def flow_wire_total(self, name: str) -> int:
+        """Wire bytes of the data packets flow *name* delivered (whole frames)."""
+        return sum(self._frx[name][3])
+
+    def latencies(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(latency, completion time) in ps of every message of flow *name* delivered
+        whole, in completion order (:func:`ibemu.results.latency.join`)."""
+        done = self._mdone.get(name)
+        if done is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return join(self._mstart.get(name, array("q")), done[0], done[1])
+
+    def messages_started(self, name: str) -> int:
+        """Messages of flow *name* whose first byte was sent."""
+        return sum(1 for t in self._mstart.get(name, ()) if t >= 0)
+
+    def completion(self, name: str) -> int | None:
+        """Completion time (ps) of finite flow *name* (pattern ``messages``): from its
+        first byte sent to the last byte of its last message delivered; None for other
+        flows and until every message is delivered."""
+        spec = self.flows.get(name)
+        if spec is None or spec.pattern != "messages" or not spec.count:
+            return None
+        done = self._mdone.get(name)
+        if done is None:
+            return None
+        return completion_time(self._mstart.get(name, array("q")), done[0], done[1], spec.count)
+
+    def first_start(self, name: str) -> int:
+        """When the first byte of flow *name*'s first message was sent (ps); -1: never."""
+        a = self._mstart.get(name)
+        return a[0] if a else -1
+
+    def is_finite(self, name: str) -> bool:
+        """Whether flow *name* has a fixed number of messages (pattern ``messages``)."""
+        spec = self.flows.get(name)
+        return spec is not None and spec.pattern == "messages" and bool(spec.count)
 
     def link_bins(self, label: str, kind: str = "bytes") -> np.ndarray:
         """kind: bytes (all frames) | data_bytes | data_packets."""
@@ -311,17 +404,15 @@ class Metrics(Recorder):
         return np.asarray(self._links[label][idx], dtype=np.float64)
 
     def flow_bins(self, name: str, kind: str = "rx_bytes") -> np.ndarray:
-        """kind: rx_bytes | rx_packets | messages | tx_bytes | tx_packets."""
-        rx = {"rx_bytes": 0, "rx_packets": 1, "messages": 2}
+        """kind: rx_bytes (payload) | rx_packets | messages | rx_wire_bytes (whole frames)
+        | tx_bytes | tx_packets."""
+        rx = {"rx_bytes": 0, "rx_packets": 1, "messages": 2, "rx_wire_bytes": 3}
         tx = {"tx_bytes": 0, "tx_packets": 1}
         bins = self._frx[name][rx[kind]] if kind in rx else self._ftx[name][tx[kind]]
         return np.asarray(bins, dtype=np.float64)
 
     def _flow_wire_bins(self, name: str) -> np.ndarray:
-        b = self.flow_bins(name, "rx_bytes")
-        if self.packet_overhead:
-            b = b + self.packet_overhead * self.flow_bins(name, "rx_packets")
-        return b
+        return self.flow_bins(name, "rx_wire_bytes")
 
     def group_capacity(self, members: list[str]) -> int | None:
         """The capacity a group's rate is a fraction of: its members' largest source link."""

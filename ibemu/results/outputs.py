@@ -1,6 +1,7 @@
 """A run's output folder: results.json (the summary, traces, port totals, events),
 config.json (the resolved scenario), flows.csv / links.csv (sliding-window rates as
-fractions of the link, seed 003 §3 and Figure 2), counters.csv (port counters over
+fractions of the link, seed 003 §3 and Figure 2), latency.csv (message latency and
+completion time per flow and group, :mod:`.latency`), counters.csv (port counters over
 time, IBA 16.1.3.5 PortCounters names), traces.csv (congestion-control variables) and,
 when ``output.plots``, the PNG plots (:mod:`ibemu.plots`).
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..atomic import atomic_open, atomic_write_text
 from ..scenario.model import Scenario
-from ..units import PS_PER_MS
+from ..units import PS_PER_MS, PS_PER_US
 from .metrics import Metrics
 
 PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
@@ -84,6 +85,42 @@ def _write_port_series(metrics: Metrics, path: Path) -> None:
             w.writerow(["%.9g" % (t / PS_PER_MS)] + [v[i] for _, v in cols])
 
 
+LATENCY_COLUMNS = ("name", "kind", "group", "messages_started", "messages", "p50_us", "p99_us", "max_us",
+                   "mean_us", "finite", "completed", "completion_us")
+"""latency.csv's columns (:func:`_write_latency`)."""
+
+
+def _write_latency(summary: dict[str, Any], path: Path) -> None:
+    """latency.csv: one row per flow and per group (``kind`` flow or group): messages
+    started and delivered whole (the latency sample count), the latency's p50, p99, max
+    and mean (nearest-rank percentiles, :mod:`.latency`), and for finite flows the
+    completion time (a group: from its first member's first byte to its last member's
+    last byte; ``completed``: how many finite flows finished).  Times in µs to the ps
+    (9 significant digits); an empty cell: no sample, or not finished."""
+    def us(ps: float | None) -> str:
+        return "" if ps is None else "%.9g" % (ps / PS_PER_US)
+
+    rows: list[list[Any]] = []
+    for kind, table in (("flow", summary["flows"]), ("group", summary["groups"])):
+        for name, d in table.items():
+            lat = d.get("latency") or {}
+            if kind == "flow":
+                finite = int(d["finite"])
+                completed = int(d["completion_ps"] is not None)
+            else:
+                finite = d["finite"]
+                completed = (d.get("completion") or {}).get("count", 0)
+            rows.append([name, kind, d.get("group") if kind == "flow" else name,
+                         d["messages_started"], lat.get("count", 0),
+                         us(lat.get("p50_ps")), us(lat.get("p99_ps")), us(lat.get("max_ps")),
+                         us(lat.get("mean_ps")), finite, completed, us(d.get("completion_ps"))])
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(LATENCY_COLUMNS)
+        for r in rows:
+            w.writerow(["" if c is None else c for c in r])
+
+
 def _write_traces(metrics: Metrics, path: Path) -> None:
     """traces.csv: every change of every traced variable (kind, key, time, value)."""
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
@@ -103,7 +140,8 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     ``extra``.  config.json: ``scenario.resolved`` (or the dataclasses).  flows.csv: per
     flow and ``group:<name>`` aggregate, sliding-window delivered rate as a fraction of
     the source link.  links.csv: per link utilization (all frames) and ``<label>:data``.
-    throughput.png / links.png when ``scenario.output.plots``.
+    latency.csv: message latency and completion time per flow and group.
+    throughput.png / links.png / latency.png when ``scenario.output.plots``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,10 +177,12 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     for (lbl, a), (_, d) in zip(link_all, link_data):
         cols += [(lbl, a), (lbl + ":data", d)]
     _write_csv(out / "links.csv", times, cols)
+    _write_latency(summary, out / "latency.csv")
 
     if scenario.output.plots:
-        from ..plots import plot_run, plot_traces  # matplotlib: imported only to plot
+        from ..plots import plot_latency, plot_run, plot_traces  # matplotlib: imported only to plot
         plot_run(metrics, scenario, out, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
         if metrics.traces:
             plot_traces(metrics, scenario, out)
+        plot_latency(metrics, scenario, out)
     return results

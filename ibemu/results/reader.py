@@ -2,6 +2,7 @@
 wrote, on either clock): :func:`load_results` gives a :class:`Results` with the
 results.json summary, and the CSV time series as numpy arrays -- no pandas needed.
 
+latency.csv has one row per flow and group (:meth:`Results.latency`).
 flows.csv / links.csv / counters.csv all have a ``time_ms`` column and one column per
 series; :func:`read_series` returns ``{column: array}`` (an empty cell, a rate without a
 link capacity, is NaN).  traces.csv is a long table; :func:`read_traces` returns
@@ -75,6 +76,12 @@ class Results:
     def counters(self) -> Series:
         """counters.csv: busy ports' counters (``node:port:PortXmitData`` ...) over time."""
         return read_series(self.path / "counters.csv")
+
+    def latency(self) -> dict[str, dict[str, str]]:
+        """latency.csv: name -> its row (``kind`` flow or group, ``messages``,
+        ``p50_us``, ``p99_us``, ``max_us``, ``completion_us`` ...; empty: no value)."""
+        with open(self.path / "latency.csv", newline="", encoding="utf-8") as fh:
+            return {row["name"]: row for row in csv.DictReader(fh)}
 
     def traces(self) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
         """traces.csv: congestion-control variables over time (empty without any)."""

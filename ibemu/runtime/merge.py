@@ -19,7 +19,6 @@ from ..atomic import atomic_open
 from ..capture.erf import LINKTYPE_ERF, PCAP_MAGIC_NS
 from ..errors import UserError
 from ..results import Metrics
-from ..run import WIRE_OVERHEAD
 from ..scenario import Scenario
 
 Part = dict[str, Any]
@@ -49,11 +48,13 @@ def new_metrics(scn: Scenario) -> Metrics:
     """An empty :class:`~ibemu.results.Metrics` for *scn*, as :func:`ibemu.run.run_virtual`
     makes one: a worker's, or the controller's to merge the workers' into."""
     flows = {f.name: f for f in scn.flows}
-    return Metrics(scn.duration, scn.output.bin, {}, flows, {},
-                   packet_overhead=WIRE_OVERHEAD, window_ps=scn.output.window)
+    return Metrics(scn.duration, scn.output.bin, {}, flows, {}, window_ps=scn.output.window)
 
 
 def merge_metrics(metrics: Metrics, parts: Iterable[Part]) -> None:
+    """Add every part's bins, message starts and completions (a flow's starts come from
+    its source's worker, its completions from its destination's: the merge joins them,
+    :meth:`ibemu.results.Metrics.latencies`) into *metrics*."""
     for part in parts:
         metrics.merge_bins(part["metrics"])
 

@@ -14,6 +14,9 @@ item 4).
   event.
 - READ responses are delivered to the application (``recorder.flow_rx``) only in order;
   a FECN-marked ACK or READ response is answered with a CNP (IBA A10).
+- Latency (``recorder.message_start`` / ``message_done``): a message starts when the
+  first byte of its first packet -- for a READ, of its request -- goes on the link; a
+  READ is done when its last response is in, in order.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ class RCRequester(FlowSource):
         self.msg_no = -1                    # index of the current message
         self.max_reads = max_reads
         self.reads_out = 0
+        self.reads_done = 0                 # READ messages delivered whole (their number)
         self.naks = 0
         params = hca.params
         self.timeout = params.ack_timeout or 0                    # ps; 0: no timer
@@ -98,6 +102,7 @@ class RCRequester(FlowSource):
             self.msg_left = self.flow.message_size
             self.msg_no += 1
             first = True
+            self.hca.recorder.message_start(self.name, self.msg_no, now)
         else:
             first = False
         ext: dict[str, dict[str, int]] | None = None
@@ -272,11 +277,14 @@ class RCRequester(FlowSource):
                 return self._echo(frame)
             n = self._acked_through(psn, now)
             last = op in (OP.RC_RDMA_READ_RESPONSE_LAST, OP.RC_RDMA_READ_RESPONSE_ONLY)
-            if last:
-                self.reads_out -= 1
             if self.integrity is not None:
                 self.integrity.rx(self.name, payload_of(frame), last)
-            self.hca.recorder.flow_rx(self.name, now, payload_len(frame), last)
+            recorder = self.hca.recorder
+            recorder.flow_rx(self.name, now, payload_len(frame), len(frame), last)
+            if last:
+                self.reads_out -= 1
+                recorder.message_done(self.name, self.reads_done, now)
+                self.reads_done += 1
             self.on_ack(now, frame, psn, n)
         return self._echo(frame)
 

@@ -10,7 +10,8 @@ MSN, and for RDMA READ the responses it sends.
   when AckReq is set.  An ACK carries BECN equal to the FECN of the packet it
   acknowledges, and a FECN-marked packet is acknowledged at once (seed 000 §3).
 - A packet is delivered to the application (``recorder.flow_rx``) only when it is taken
-  in order, so every message is delivered exactly once and in order.
+  in order, so every message is delivered exactly once and in order; its last packet
+  completes it (``recorder.message_done``, numbered as the requester numbered it).
 
 READ responses go out through the rate limiter and the congestion-control hook of
 :class:`~.sender.SenderBase`; the responder has no window and no generator.
@@ -41,6 +42,7 @@ class RCResponder(SenderBase):
         super().__init__(hca, flow, qpn, remote_qpn, dlid, vl)
         self.epsn = 0
         self.msn = 0
+        self.messages_done = 0              # SEND / WRITE messages delivered whole
         self.ack_every = ack_every
         self.since_ack = 0
         self.reads: list[list[Any]] = []    # pending read responses: [psn, left, first, msg, offset]
@@ -112,7 +114,11 @@ class RCResponder(SenderBase):
             self.msn += 1
         if self.integrity is not None:
             self.integrity.rx(self.name, payload_of(frame), last)
-        self.hca.recorder.flow_rx(self.name, now, payload_len(frame), last)
+        recorder = self.hca.recorder
+        recorder.flow_rx(self.name, now, payload_len(frame), len(frame), last)
+        if last:
+            recorder.message_done(self.name, self.messages_done, now)
+            self.messages_done += 1
         self.since_ack += 1
         if self.since_ack >= self.ack_every or get_ackreq(frame) or fecn:
             self.since_ack = 0

@@ -1,5 +1,9 @@
 """The UD transport (IBA 9.8, unreliable datagram): SEND-only datagrams with a DETH, no
-ACKs, no window, no PSN check; a FECN-marked datagram is answered with a CNP (IBA A10)."""
+ACKs, no window, no PSN check; a FECN-marked datagram is answered with a CNP (IBA A10).
+
+A datagram is a message (one packet of at most the MTU).  For its latency the receiver
+names it by its PSN unwrapped (the sender numbers its datagrams 0, 1, 2, ... and their
+PSNs are those numbers modulo 2^24), so a lost datagram simply never completes."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -26,6 +30,7 @@ class UDSender(FlowSource):
         super().__init__(hca, flow, qpn, remote_qpn, dlid, vl, generator)
         self.cwnd = None
         self.psn = 0
+        self.msg_no = 0                     # the next datagram's number (its PSN unwrapped)
         self.q_key = q_key
         self.ext = {"DETH": {"q_key": q_key, "src_qp": qpn}}
 
@@ -46,7 +51,10 @@ class UDSender(FlowSource):
             self.integrity.tx(self.name, payload, True)
         frame = self._build(OP.UD_SEND_ONLY, self.psn, payload=payload, ext=self.ext)
         self.psn = (self.psn + 1) % PSN_MOD
-        self.hca.recorder.flow_tx(self.name, now, n)
+        recorder = self.hca.recorder
+        recorder.message_start(self.name, self.msg_no, now)
+        self.msg_no += 1
+        recorder.flow_tx(self.name, now, n)
         self._sent(now, frame)
         return frame
 
@@ -68,6 +76,7 @@ class UDReceiver:
         self.vl = vl
         self.integrity: PayloadCheck | None = None
         self.epsn = 0                       # next PSN expected (for counting losses only)
+        self.next_seq = 0                   # epsn unwrapped: the datagram number it stands for
         self.lost = 0
 
     def on_packet(self, now: int, frame: Buf) -> bytearray | None:
@@ -80,15 +89,21 @@ class UDReceiver:
             gap = (psn - self.epsn) % PSN_MOD
             if gap < PSN_HALF:
                 self.epsn = (psn + 1) % PSN_MOD
+                seq = self.next_seq + gap
+                self.next_seq = seq + 1
                 if gap:
                     self.lost += gap
                     self.hca.count("ud_datagrams_lost", gap)
-            elif self.lost:                 # reordered: counted lost when its gap appeared
-                self.lost -= 1
-                self.hca.count("ud_datagrams_lost", -1)
+            else:
+                seq = self.next_seq - (self.epsn - psn) % PSN_MOD
+                if self.lost:               # reordered: counted lost when its gap appeared
+                    self.lost -= 1
+                    self.hca.count("ud_datagrams_lost", -1)
             if self.integrity is not None:
                 self.integrity.rx(self.name, payload_of(frame), True, psn=get_psn(frame))
-            self.hca.recorder.flow_rx(self.name, now, payload_len(frame), True)
+            recorder = self.hca.recorder
+            recorder.flow_rx(self.name, now, payload_len(frame), len(frame), True)
+            recorder.message_done(self.name, seq, now)
             if get_fecn_local(frame):
                 return self.cnp_for(frame)
         else:

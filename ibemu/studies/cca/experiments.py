@@ -36,10 +36,9 @@ def _run_case(marking_rate: int, ccti_timer: int) -> dict[str, Any]:
     r = run_virtual(scn, progress=False)
     m = r.metrics
     bin_ms = m.bin / PS_PER_MS
-    series = {f: np.array(m.flow_bins(f, "rx_bytes"), dtype=float) for f in ("XY",) + CONTRIBUTORS}
     cap = m.flow_capacity["XY"]
-    wire = {f: (s + m.packet_overhead * np.array(m.flow_bins(f, "rx_packets"))) / (m.bin / 1e12) / cap
-            for f, s in series.items()}          # fraction of SDR per bin, wire bytes
+    wire = {f: m.flow_bins(f, "rx_wire_bytes") / (m.bin / 1e12) / cap
+            for f in ("XY",) + CONTRIBUTORS}     # fraction of SDR per bin, wire bytes
 
     def mean(f: list[str] | tuple[str, ...], win: tuple[float, float]) -> float:
         a, b = int(win[0] / bin_ms), int(win[1] / bin_ms)

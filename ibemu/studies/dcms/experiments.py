@@ -44,8 +44,7 @@ def _run_exp2(scenario: int, duration_s: float, **kw: Any) -> dict[str, Any]:
     m = r.metrics
     bin_s = m.bin / PS_PER_MS / SCALE
     sdr = m.flow_capacity["XY"]
-    wire = {f: (np.array(m.flow_bins(f, "rx_bytes"), dtype=float)
-                + m.packet_overhead * np.array(m.flow_bins(f, "rx_packets"))) / (m.bin / PS_PER_S) / sdr
+    wire = {f: m.flow_bins(f, "rx_wire_bytes") / (m.bin / PS_PER_S) / sdr
             for f in FLOWS}
     t = np.array(m.port_times, dtype=float)
     dt = np.diff(t)
