@@ -29,6 +29,14 @@ from ibemu.units import PS_PER_MS, PS_PER_NS, PS_PER_US
 
 NS = PS_PER_NS
 SEND, UD, WRITE, READ_REQ, READ_AETH, READ_MID = 2074, 2082, 2090, 42, 2078, 2074
+FCP = 6     # a link flow-control packet takes its 6 bytes of link time, between packets (issue 13)
+
+
+def rc_fcps(n):
+    """Flow-control packets ahead of RC data on a busy link: the ACK of message k comes
+    back while message k+1 is on the wire, and the FCP returning its buffer credit goes
+    before message k+2 -- one before each of messages 3..n."""
+    return max(0, n - 2)
 FWD = 40                                        # ns, switch forwarding delay (seed 003 Table 1)
 
 
@@ -104,21 +112,26 @@ def test_back_to_back_messages_on_one_link_take_one_frame_time(kw, frame):
     assert f["latency"] == {"count": n, "p50_ps": frame * NS, "p99_ps": frame * NS, "max_ps": frame * NS,
                             "mean_ps": float(frame * NS)}
     assert f["finite"] and f["messages_started"] == n
-    assert f["completion_ps"] == n * frame * NS
+    fcps = 0 if kw.get("transport") == "ud" else rc_fcps(n)       # UD: no ACKs come back
+    assert f["completion_ps"] == (n * frame + fcps * FCP) * NS
 
 
 def test_rdma_read_runs_from_the_request_to_the_last_response():
     """Three 8 KiB READs posted at once: the requests leave back to back (42 ns apart);
     the responder starts answering at the first request's tail (42 ns) and sends the
-    three messages' responses (2078 + 2074 + 2074 + 2078 = 8304 ns each) back to back.
-    Message k is done at 42 + 8304 (k + 1) and started at 42 k."""
+    three messages' responses (2078 + 2074 + 2074 + 2078 = 8304 ns each) back to back,
+    once the flow-control packet returning the first request's credit (6 ns) is out; the
+    second and third requests free their buffers while the first response packet is on
+    the wire, so one FCP (carrying both credits) follows it.  Everything starts after
+    the flow-control init packet each end sends at time 0 (6 ns).  Message k is done at
+    6 + 42 + 2 * 6 + 8304 (k + 1) and started at 6 + 42 k."""
     r = run_virtual(_one_link(FlowSpec("f", "a", "b", op="read", message_size=8192,
                                        pattern="messages", count=3)))
     per = READ_AETH + 2 * READ_MID + READ_AETH
     lat, done = r.metrics.latencies("f")
-    assert done.tolist() == [(READ_REQ + per * (k + 1)) * NS for k in range(3)]
-    assert lat.tolist() == [(READ_REQ + per * (k + 1) - READ_REQ * k) * NS for k in range(3)]
-    assert r.summary["flows"]["f"]["completion_ps"] == (READ_REQ + 3 * per) * NS
+    assert done.tolist() == [(FCP + READ_REQ + 2 * FCP + per * (k + 1)) * NS for k in range(3)]
+    assert lat.tolist() == [(READ_REQ + 2 * FCP + per * (k + 1) - READ_REQ * k) * NS for k in range(3)]
+    assert r.summary["flows"]["f"]["completion_ps"] == (READ_REQ + 2 * FCP + 3 * per) * NS
 
 
 @pytest.mark.parametrize("cut_through, one", [(True, SEND + FWD), (False, SEND + FWD + SEND)])
@@ -127,7 +140,10 @@ def test_group_latency_and_completion_through_a_shared_switch_port(cut_through, 
     the idle switch at 500 us.  Probe: cut-through, the head leaves 40 ns after it came
     in and the tail follows one frame time later; store-and-forward, the whole frame is
     received first.  The group: S->h3 is busy from the first packet's departure (40 ns
-    cut-through, 2074 + 40 store-and-forward) until all 100 packets are through."""
+    cut-through, 2074 + 40 store-and-forward) until all 100 packets are through, with a
+    flow-control packet between packets from the second on: each ACK from h3 frees its
+    buffer at S when it has left, while the next data packet is on S->h3, and the FCP
+    returning that credit goes on S->h3 after it (2n - 2 of them before the last)."""
     n = 50
     flows = [FlowSpec("f1", "h1", "h3", pattern="messages", count=n, group="g"),
              FlowSpec("f2", "h2", "h3", pattern="messages", count=n, group="g"),
@@ -136,7 +152,7 @@ def test_group_latency_and_completion_through_a_shared_switch_port(cut_through, 
     assert s["flows"]["p"]["latency"]["max_ps"] == one * NS
     g = s["groups"]["g"]
     assert g["finite"] == 2 and g["completion"]["count"] == 2
-    assert g["completion_ps"] == (one - SEND + 2 * n * SEND) * NS
+    assert g["completion_ps"] == (one - SEND + 2 * n * SEND + (2 * n - 2) * FCP) * NS
     assert g["completion"]["max_ps"] == g["completion_ps"]            # both start at 0
     assert g["latency"]["count"] == 2 * n
     # queueing: the sources keep 4 packets in the switch's input buffer and share the
@@ -148,11 +164,12 @@ def test_group_latency_and_completion_through_a_shared_switch_port(cut_through, 
 
 
 def test_unfinished_finite_flow_has_no_completion_time():
-    # 1000 packets of 2074 ns need 2.074 ms; the run lasts 1 ms
+    # 1000 packets of 2074 ns need 2.074 ms; the run lasts 1 ms.  Message k is done at
+    # k * 2074 + (k - 2) * 6 ns (rc_fcps), so k <= (1 ms + 12 ns) / 2080 ns
     r = run_virtual(_one_link(FlowSpec("f", "a", "b", pattern="messages", count=1000)))
     f = r.summary["flows"]["f"]
     assert f["completion_ps"] is None and f["finite"]
-    assert f["latency"]["count"] == f["messages"] == PS_PER_MS // (SEND * NS)
+    assert f["latency"]["count"] == f["messages"] == (PS_PER_MS + 2 * FCP * NS) // ((SEND + FCP) * NS)
 
 
 def test_ud_receiver_numbers_datagrams_by_psn_across_loss_and_reordering():
@@ -240,4 +257,5 @@ def test_load_results_reads_latency_back(tmp_path):
     r = run_virtual(_one_link(FlowSpec("f", "a", "b", pattern="messages", count=3)), out_dir=tmp_path)
     row = load_results(tmp_path).latency()["f"]
     assert row["kind"] == "flow" and int(row["messages"]) == 3
-    assert float(row["completion_us"]) * PS_PER_US == r.summary["flows"]["f"]["completion_ps"] == 3 * SEND * NS
+    assert float(row["completion_us"]) * PS_PER_US == r.summary["flows"]["f"]["completion_ps"] \
+        == (3 * SEND + rc_fcps(3) * FCP) * NS

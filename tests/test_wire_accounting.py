@@ -35,7 +35,7 @@ def _one_link(flow: FlowSpec) -> dict:
 # - the edges of the run: the first packet's tail arrives one packet time (READ: plus a
 #   42-byte request) after the start, and the packet in flight at the end is not
 #   delivered; at most 2 maximal frames of 10 ms, 2 * 2090 / 1e7 = 4.2e-4;
-# - link flow-control packets once they take link time (6 bytes each; issue 13 item 4):
+# - link flow-control packets, which take link time (6 bytes each; issue 13 item 4):
 #   the bottleneck's sender returns one credit update per packet it frees from the
 #   reverse direction -- an ACK per data packet for RC SEND / WRITE (ack_every 1), a
 #   READ request per READ message -- and one per VL per fc_period (262 us) on an idle
@@ -47,7 +47,7 @@ CASES = {
     "rc send": (dict(), BASE + 2048, 1),
     "ud send": (dict(transport="ud"), BASE + DETH + 2048, 0),
     "rdma write": (dict(op="write"), BASE + RETH + 2048, 1),
-    "rdma write 8 KiB": (dict(op="write", message_size=8192), 4 * BASE + RETH + 8192, 1),
+    "rdma write 8 KiB": (dict(op="write", message_size=8192), 4 * BASE + RETH + 8192, 4),   # an ACK a packet
     "rdma read": (dict(op="read"), BASE + AETH + 2048, 1),
     "rdma read 8 KiB": (dict(op="read", message_size=8192), 4 * BASE + 2 * AETH + 8192, 1),
 }
@@ -61,8 +61,8 @@ def test_line_rate_is_one_for_every_operation(case):
     idle_fc = FCP / 262_144e-9 / RATE                     # one FCP per fc_period
     floor = msg_wire / (msg_wire + fcps * FCP) - idle_fc - edge
     assert floor <= f["normalized"] <= 1.0 + 1e-12
-    # today (flow-control packets still take no link time) it is 1.0 to the edges
-    assert f["normalized"] == pytest.approx(1.0, abs=edge)
+    # and the flow-control packets are all that is missing, to the edges of the run
+    assert f["normalized"] == pytest.approx(msg_wire / (msg_wire + fcps * FCP), abs=edge + idle_fc)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -60,7 +60,7 @@ class Tap(Recorder):
     def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
         self.ftx.setdefault(flow, []).append((t, nbytes))
 
-    def flow_rx(self, flow: str, t: int, nbytes: int, message_done: bool) -> None:
+    def flow_rx(self, flow: str, t: int, nbytes: int, wire: int, message_done: bool) -> None:
         self.frx.setdefault(flow, []).append((t, nbytes, message_done))
 
     def trace(self, kind: str, key: str, t: int, value: float) -> None:
