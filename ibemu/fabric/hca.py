@@ -155,7 +155,8 @@ class HCA(Node):
     # ---------------------------------------------------------------- transmit
     def _try_send(self, now: int) -> None:
         port = self.port
-        if self.link_blocked(port, now, bool(self.ctrl or self.senders)):
+        if (port.busy_until > now or port.fcp_pending) and self.link_blocked(port, now,
+                                                                              bool(self.ctrl or self.senders)):
             return
         if self.ctrl:
             frame, vl = self.ctrl[0]

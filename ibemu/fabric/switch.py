@@ -246,7 +246,10 @@ class Switch(Node):
 
     def _try_output(self, o: int, now: int) -> None:
         port = self.ports[o]
-        if self.link_blocked(port, now, self.queued[o] > 0) or not self.queued[o]:
+        queued = self.queued[o]
+        if (port.busy_until > now or port.fcp_pending) and self.link_blocked(port, now, queued > 0):
+            return
+        if not queued:
             return
         q15 = self.vl15[o]
         if q15:                                     # VL15 has priority and needs no credit
