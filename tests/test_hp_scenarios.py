@@ -149,3 +149,14 @@ def test_unreliable_flows_and_read_responses_are_paced_by_cn_packets(kind):
     assert sum(c[h].get("hp_decreases", 0) for h in sources) > 0
     assert sum(c[h].get("hp_increases", 0) for h in sources) > 0      # RPI counted on sends
     assert r.summary["links"]["S->H3"]["data_utilization"] > 0.8
+
+
+# ---------------------------------------------------------------- the seed 003 studies
+def test_seed_003_studies_raise_the_rate_on_every_unmarked_ack():
+    # seed 003 §6: "Upon receipt of an unmarked ACK, the source response must increase
+    # the flow's rate limit" (fixed window of one, no RWL flag): the studies' scenarios
+    # set rwl = false unless told otherwise
+    from ibemu.studies.hp.experiments import fig1
+    assert fig1(2, 2, hp={}).cc.settings["hp"].rwl is False
+    assert fig1(2, 2, hp={"rwl": True}).cc.settings["hp"].rwl is True
+    assert fig1(2, 2, switch={"bypass_limit": 0}).switches[0].params.bypass_limit == 0

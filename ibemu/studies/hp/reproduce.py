@@ -30,6 +30,16 @@ __all__ = ["REPRODUCTIONS"]
 
 S5, S62, S631, S632 = "seed 003 §5", "seed 003 §6.2", "seed 003 §6.3.1", "seed 003 §6.3.2"
 NO_NUMBER = "no published number"
+VICTIM_CAP = ("the victim shares switch B's inter-switch input with remote packets: one crossbar transfer at a "
+              "time, FIFO with bypass limit 4 (Table 1); with no marking at all ibemu's Fig. 2(b) caps the "
+              "inter-switch link at 93 % the same way")
+FIG4D = ("marking bias: input-triggered events (B's inter-switch buffer full) outnumber output-triggered ones about "
+         "3:1 at buffer 4 / threshold 8, and ibemu's output-triggered events mark remote packets in proportion to "
+         "their rate (that buffer is nearly full whenever > 8 packets wait), not mostly locals as §5 expects; "
+         "under LIPD every flow settles at one mark per T, so the per-packet bias sets the ratio")
+RPI_TOP = ("discrete rates: RPI, not reset by a decrease (seed 000 §5.1.3.2), sits at 0 while a flow is at its "
+           "static IPD, so the victim marked at Rmax is back on its next unmarked ACK instead of after AIMD's "
+           "68 ms: it shrugs off marks (victim decreases = increases)")
 
 REPRODUCTIONS: list[Reproduction] = [
     Reproduction(
@@ -39,14 +49,16 @@ REPRODUCTIONS: list[Reproduction] = [
                quote="the local flows utilize 90% of the available root link bandwidth", section=S5 + ", Figure 4(a)"),
          Check("naive:victim / idle inter", "victim: high throughput (> 90 % of what the remote flows leave)",
                0.90, 1.01, unit="%",
-               quote="allow the victim flow to receive high throughput", section=S5 + ", Figure 4(a)"),
+               quote="allow the victim flow to receive high throughput", section=S5 + ", Figure 4(a)",
+               departs=VICTIM_CAP),
          Check("input - naive: remote/local", "input-triggered fairer than naive (≥ +0.05)", 0.05, 10.0, "",
                quote="fairness between the remote and local flows is improved when compared to the naive scheme",
                section=S5 + ", Figure 4(b)"),
          Check("input:remote/local", "unfairness not entirely eliminated (< 0.85)", 0.0, 0.85, "",
                quote="Unfairness is not entirely eliminated with this marking policy", section=S5),
          Check("input:inter (victim on)", "inter-switch link at high utilization (> 90 %)", 0.90, 1.01,
-               quote="keeps the inter-switch link at high utilization", section=S5 + ", Figure 4(b)"),
+               quote="keeps the inter-switch link at high utilization", section=S5 + ", Figure 4(b)",
+               departs=VICTIM_CAP),
          Check("in-out-4:root", "low utilization of the congested link (< 90 %)", 0.0, 0.90,
                quote="packets are too frequently marked before an input buffer fills, resulting in low "
                      "utilization of the congested link", section=S5 + ", Figure 4(c)"),
@@ -56,9 +68,11 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("in-out-8 - input: remote/local", "remote and local closer than input-triggered (≥ +0.05)",
                0.05, 10.0, "",
                quote="the flow rates for the remote and local flows are closer with the combined approach than "
-                     "with solely input-triggered marking", section=S5 + ", Figure 4(d)"),
+                     "with solely input-triggered marking", section=S5 + ", Figure 4(d)",
+               departs=FIG4D),
          Check("in-out-8:remote/local", "local and remote approximately equal (1 ± 15 %)", 0.85, 1.15, "",
-               quote="the local and remote flows receive approximately equal rates", section=S5 + ", Figure 4(d)"),
+               quote="the local and remote flows receive approximately equal rates", section=S5 + ", Figure 4(d)",
+               departs=FIG4D),
          Check("naive:root", NO_NUMBER + " (root busy)", 0.9, 1.01, kind=REGRESSION),
          Check("input:root", NO_NUMBER + " (root busy)", 0.9, 1.01, kind=REGRESSION)],
         runner=run_fig4),
@@ -81,16 +95,20 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("lipd continuous b4:root", "LIPD: almost 100 % root (≥ 95 %)", 0.95, 1.01,
                quote="resulting in almost 100% utilization of the root link", section=S631 + ", Figure 7"),
          Check("lipd discrete b4:inter", "LIPD: high inter-switch utilization (> 90 %)", 0.90, 1.01,
-               quote="and high utilization of the inter-switch link", section=S631 + ", Figure 7"),
+               quote="and high utilization of the inter-switch link", section=S631 + ", Figure 7",
+               departs=VICTIM_CAP),
          Check("fimd discrete b4:inter", "FIMD: fast recovery, inter-switch not low (> 90 %)", 0.90, 1.01,
-               quote="In contrast, LIPD and FIMD exhibit fast recovery that tolerates", section=S631),
+               quote="In contrast, LIPD and FIMD exhibit fast recovery that tolerates", section=S631,
+               departs=VICTIM_CAP),
          Check("aimd discrete b2:inter", "AIMD: inter-switch low at small buffers (< 90 %)", 0.0, 0.90,
                quote="with AIMD the inter-switch link has low utilization in scenarios with small input buffers",
-               section=S631 + ", Figure 7"),
+               section=S631 + ", Figure 7",
+               departs=RPI_TOP),
          Check("b2: lipd inter - aimd inter", "AIMD's slow recovery costs the inter-switch link (≥ 0.05)",
                0.05, 1.0, "",
                quote="The slow rate increase function of AIMD causes the victim to recover slowly from the "
-                     "sporadic marks resulting in poor utilization of the inter-switch link", section=S631),
+                     "sporadic marks resulting in poor utilization of the inter-switch link", section=S631,
+               departs=RPI_TOP),
          Check("lipd:max |discrete-continuous|", "discrete ≈ continuous (dashed hidden by solid: ≤ 3 points)",
                0.0, 0.03,
                quote="The discrete and continuous curves in Figure 7 are nearly identical", section=S631),
@@ -130,11 +148,14 @@ REPRODUCTIONS: list[Reproduction] = [
         # "starving": the static flows keep under a fifth of their half of the root
         [Check("on 10us reset:static", "short ON, no persistence: static flows starve (< 1/5 of 0.5)",
                0.0, 0.10,
-               quote="dynamic flows hog the bandwidth, starving the static flows", section=S632 + ", Figure 8(a)"),
+               quote="dynamic flows hog the bandwidth, starving the static flows", section=S632 + ", Figure 8(a)",
+               departs="the static flows keep 11 % rather than starving: not root-caused (CI: one ON point, 20 ms)"),
          Check("on 10us persistent:dynamic/static", "persistent state: the same bandwidth (1 ± 15 %)",
                0.85, 1.15, "×",
                quote="In this case the dynamic flows receive the same amount of bandwidth than static flows",
-               section=S632 + ", Figure 8(a)"),
+               section=S632 + ", Figure 8(a)",
+               departs=("a packet the rate limiter releases during an OFF period waits for the next ON "
+                        "(about half the time at mean ON 10 µs)")),
          Check("on 10us persistent:static", "static flows not penalized: 0.5 (± 10 %)", 0.45, 0.55,
                quote="explaining why the persistent curves approach a normalized rate of 0.5 at low ON durations",
                section=S632 + ", Figure 8(a)")],
@@ -154,13 +175,16 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("on 500us:aimd below best", "AIMD approximately 10 % lower than the best (7–13 points)",
                0.07, 0.13, "",
                quote="AIMD has the worst performance on all range achieving approximately 10% lower utilization "
-                     "than the best response function", section=S632 + ", Figure 8(b)"),
+                     "than the best response function", section=S632 + ", Figure 8(b)",
+               departs="not root-caused; the RPI-at-static-IPD finding of Figure 7 bears on it"),
          Check("on 500us fimd:inter", "inter-switch high utilization (> 90 %)", 0.90, 1.01,
                quote="The inter-switch link has high utilization, except in the case of AIMD",
-               section=S632 + ", Figure 8(b)"),
+               section=S632 + ", Figure 8(b)",
+               departs=VICTIM_CAP),
          Check("on 500us lipd:inter", "inter-switch high utilization (> 90 %)", 0.90, 1.01,
                quote="The inter-switch link has high utilization, except in the case of AIMD",
-               section=S632 + ", Figure 8(b)")],
+               section=S632 + ", Figure 8(b)",
+               departs=VICTIM_CAP)],
         runner=run_fig8b),
     Reproduction(
         "hp_compare", "Figs 2–3 scenario: no control, window 1, HP with FIMD/LIPD/AIMD",
