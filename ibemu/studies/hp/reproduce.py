@@ -20,6 +20,25 @@ How words become bands (never fitted to ibemu):
 - "does not change": within ±0.05.
 
 ``departs`` names what makes ibemu differ where it does (README fidelity table).
+
+Root causes (issue 13, defect 7):
+
+- Fig. 8(a), persistent state, dynamic flows at about half the static flows' rate: the
+  studies ran seed 000's RWL rule, under which an application-limited packet (one that
+  starts an ON period) earns no rate increase; seed 003 §6 raises the rate on every
+  unmarked ACK.  The studies now set ``rwl = false`` (:mod:`.experiments`):
+  dynamic/static 0.68 → 0.85 (20 ms), 0.61 → 0.92 (60 ms); static 0.57 → 0.52.
+- input-triggered marking with 7 local flows and 1 remote flow, remote at ~60 % of its
+  share: nothing is marked (with a window of one no input buffer ever fills).  The
+  victim keeps switch B's inter-switch input busy and Table 1's bypass limit lets local
+  packets pass the waiting remote one.  Sweep (40 ms, rates over the last 30 ms):
+  remote/fair share 1.00 with no victim, 0.67 at bypass limit 4, 1.00 at 0, 0.62 at 16.
+  The paper fixes the limit at 4 and admits the effect for Fig. 2(b) ("an artifact of
+  the starvation prevention function"); no change.
+- Fig. 4(d), remote/local 0.47 in long runs: cnt1 now counts a packet until it leaves
+  the switch, as §5 says (0.46 → 0.56 at 100 ms; 0.60 in the 60 ms CI run); what is
+  left is the marking bias named in ``FIG4D``.  Not changed by ``rwl`` (0.46/0.47),
+  continuous rates (0.48), ``full = "waiting"`` (0.60) or the victim (0.44–0.48).
 """
 from __future__ import annotations
 
