@@ -149,7 +149,27 @@ def test_input_triggered_marks_the_next_cnt1_packets_to_leave_on_the_congested_o
     marks = [r.send(e) for e in order]
     assert marks == [1, 1, 1, 1, 1, 1, 0]               # the first six to leave, whoever
     assert not r.send(elsewhere)
-    assert r.m.cnt2[(OUT, 0)] == 0 and r.m.cnt1[(OUT, 0)] == 0
+    assert r.m.cnt2[(OUT, 0)] == 0
+    assert r.m.cnt1[(OUT, 0)] == 7                      # sent, but still in the switch
+    for e in order:
+        r.leave(e)
+    assert r.m.cnt1[(OUT, 0)] == 0                      # "decremented as packets ... leave"
+
+
+def test_cnt1_counts_a_packet_until_its_last_byte_has_left_the_switch():
+    # seed 003 §5: "cnt1 is incremented and decremented as packets enter and leave the
+    # switch"; the packet being sent cannot be marked, so the trigger marks one more
+    r = Rig(marking="input")
+    first = r.arrive(IN2)
+    assert not r.send(first)                            # being sent: still in the switch
+    assert r.m.cnt1[(OUT, 0)] == 1
+    remote = [r.arrive(IN1) for _ in range(4)]          # fills IN1
+    r.tails()
+    assert r.m.cnt2[(OUT, 0)] == 5                      # 4 waiting + the one being sent
+    r.leave(first)
+    assert r.m.cnt1[(OUT, 0)] == 4 and r.m.cnt2[(OUT, 0)] == 5
+    late = r.arrive(IN3)
+    assert [r.send(e) for e in remote + [late]] == [1] * 5
 
 
 def test_input_triggered_treats_every_output_of_the_full_buffer_as_congested():
@@ -173,12 +193,14 @@ def test_input_triggered_ignores_acks_in_the_counters():
 # ---------------------------------------------------------------- output-triggered
 def test_output_triggered_when_waiting_packets_exceed_the_threshold():
     r = Rig(marking="input-output", output_threshold=4)
-    a = [r.arrive(p) for p in (IN1, IN2, IN3, IN2)]     # 4 waiting: not above 4
+    a = [r.arrive(p) for p in (IN1, IN2, IN3, IN2)]     # 4 in the switch: not above 4
     assert r.m.cnt2.get((OUT, 0), 0) == 0
     a.append(r.arrive(IN3))                             # 5 > 4
     assert r.m.cnt2[(OUT, 0)] == 5
     assert r.sw.counters["hp_output_triggers"] == 1
-    assert [r.send(e) for e in a[:2]] == [1, 1]         # 3 waiting, 3 still to mark
+    assert [r.send(e) for e in a[:2]] == [1, 1]         # 3 still to mark
+    for e in a[:2]:
+        r.leave(e)                                      # 3 left in the switch
     b = [r.arrive(IN1), r.arrive(IN2)]                  # 5 again: no trigger at 4, one at 5
     assert r.sw.counters["hp_output_triggers"] == 2 and r.m.cnt2[(OUT, 0)] == 5
     assert [r.send(e) for e in a[2:] + b] == [1] * 5

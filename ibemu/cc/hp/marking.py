@@ -17,13 +17,19 @@ transmitted (a packet already being sent can no longer be marked, seed 003 footn
 - ``input`` (input-triggered, seed 003 §5): every output VL that is the destination of at
   least one packet of the full buffer is congested; all data packets in the switch waiting
   for it are marked when they are transmitted.  Counters per output VL: cnt1 = data
-  packets waiting for it, cnt2 = how many of the next transmitted to mark; on the trigger
-  cnt2 = cnt1, and each transmission marks while cnt2 > 0 (so it marks the first packets
-  to leave, not necessarily the ones that were there).
+  packets in the switch for it, cnt2 = how many of the next transmitted to mark; on the
+  trigger cnt2 = cnt1, and each transmission marks while cnt2 > 0 (so it marks the first
+  packets to leave, not necessarily the ones that were there).  cnt1 "is incremented and
+  decremented as packets enter and leave the switch" (seed 003 §5): a packet counts from
+  its arrival until its last byte has left (``on_departure``), so the one being sent is
+  counted too -- it can no longer be marked, and the counter marks one packet more
+  ("this counter implementation may mark a different set of packets than a direct
+  packet scanning approach").
 - ``input-output``: input-triggered plus output-triggered marking: every arrival that
-  leaves cnt1 of an output VL above ``output_threshold`` sets cnt2 = cnt1 (as every tail
-  that leaves an input buffer full triggers input marking; a count that stays above the
-  threshold keeps marking).
+  leaves cnt1 of an output VL above ``output_threshold`` ("the total number of packets
+  that are waiting for an output link exceeds a threshold", seed 003 §5) sets cnt2 = cnt1
+  (as every tail that leaves an input buffer full triggers input marking; a count that
+  stays above the threshold keeps marking).
 - refinements of seed 000 §4 (options): ``propagating`` marks all packets of a full
   buffer (§4a) in addition; ``root_needs_credits`` makes an output VL a root only while
   it has credits for a maximum-size packet, and revokes the decision (cnt2 = 0, the
@@ -66,7 +72,7 @@ class HPMarker:
         self.full_waiting = spec.full == "waiting"
         self.notify = notify                # (sw, frame, now) -> None, for non-compliant CAs
         self.resident: dict[PortVL, dict[Entry, None]] = {}  # (inp, vl_in) -> entries not yet transmitted
-        self.cnt1: dict[PortVL, int] = {}   # (out, vl) -> data packets waiting
+        self.cnt1: dict[PortVL, int] = {}   # (out, vl) -> data packets in the switch for it
         self.cnt2: dict[PortVL, int] = {}   # (out, vl) -> next packets to mark
 
     # ------------------------------------------------------------------ hooks
@@ -96,7 +102,6 @@ class HPMarker:
         self.resident[(e.inp, e.vl_in)].pop(e, None)
         k = (e.out, e.vl)
         if e.data:
-            self.cnt1[k] -= 1
             c2 = self.cnt2.get(k, 0)
             if c2 > 0:
                 self.cnt2[k] = c2 - 1
@@ -111,7 +116,9 @@ class HPMarker:
                         self.mark(sw, q, now)
 
     def on_departure(self, sw: Switch, e: Entry, now: int) -> None:
-        pass
+        """The packet's last byte left the switch: it leaves cnt1 (seed 003 §5)."""
+        if e.vl_in != VL15 and e.data:
+            self.cnt1[(e.out, e.vl)] -= 1
 
     # ------------------------------------------------------------------ detection
     def _blocked(self, sw: Switch, k: PortVL) -> bool:
