@@ -33,7 +33,7 @@ def two_way(ms: float) -> Scenario:
 
 def report(name: str, scn_ms: float, scn: Scenario | None = None, **kw: object) -> None:
     if scn is None:
-        scn = santos_fig1(duration_ms=scn_ms, name=name, **kw)  # type: ignore[arg-type]
+        scn = santos_fig1(duration_ms=scn_ms, name=name, flow_control="wire", **kw)  # type: ignore[arg-type]
     window = (int(scn_ms * 0.45 * PS_PER_MS), int(scn_ms * 0.55 * PS_PER_MS))
     r = run_virtual(scn, window=window, progress=False)
     print("%s (measured over %g-%g ms)" % (name, scn_ms * 0.45, scn_ms * 0.55))

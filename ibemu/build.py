@@ -135,7 +135,8 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         nvl = min(vls_of(link.a), vls_of(link.b))
         label_ab, label_ba = link.labels()
         for name, p, label in ((link.a, pa, label_ab), (link.b, pb, label_ba)):
-            port = Port(p, lp.rate, lp.propagation, nvl, capacity(name, p), label, lp.fc_period)
+            port = Port(p, lp.rate, lp.propagation, nvl, capacity(name, p), label, lp.fc_period,
+                        lp.flow_control == "wire")
             nodes[name].add_port(port)
         a, b = nodes[link.a], nodes[link.b]
         wiring[(a, pa)] = (b, pb, lp.propagation)

@@ -50,7 +50,7 @@ class Port:
                  "connected", "last_fcp", "fc_period", "pc", "data_end", "fcp_pending", "wake_at", "fcp_time")
 
     def __init__(self, index: int, rate: int, propagation: int, data_vls: int,
-                 capacity_blocks: int | list[int], label: str, fc_period: int):
+                 capacity_blocks: int | list[int], label: str, fc_period: int, fcp_on_wire: bool = True):
         self.index = index
         self.rate = rate
         self.propagation = propagation
@@ -66,7 +66,7 @@ class Port:
         self.data_end = 0                   # end of the last packet sent (its node retries then)
         self.fcp_pending: dict[int, int] = {}   # VL -> op of a flow-control packet waiting for the link
         self.wake_at = -1                   # pending link-free wake (Node.link_blocked)
-        self.fcp_time = self.tx_time(LINK_LEN)
+        self.fcp_time = self.tx_time(LINK_LEN) if fcp_on_wire else 0   # 0: ideal, no link time
 
     def tx_time(self, nbytes: int) -> int:
         """Serialisation time in ps (rounded up)."""
@@ -136,7 +136,12 @@ class Node:
         """A flow-control packet for *vl*: our FCTBS for what we send, our FCCL for what
         we receive (IBA 7.9.4).  It is a frame of its own on the link: it goes when the
         link is free, between packets and never into one, occupies the link for its six
-        bytes, and is built when it goes (so it carries the credits of that moment)."""
+        bytes, and is built when it goes (so it carries the credits of that moment).  On
+        an ideal link (``flow_control = "ideal"``) it goes at once and takes no time."""
+        if not port.fcp_time:               # an ideal link: at once, taking no time
+            port.last_fcp[vl] = now
+            self.outbox.append((port.index, build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl()), True, now))
+            return
         pending = port.fcp_pending
         if pending.get(vl) != OP_INIT:
             pending[vl] = op

@@ -21,6 +21,8 @@ class LinkParams:
     rate: int = ib_rate("4x_sdr")          # bytes/s
     propagation: int = 0                    # ps (seed 003: short links, negligible)
     fc_period: int = 262_144 * PS_PER_NS    # periodic flow-control packets: 65,536 symbol times of 4 ns (SDR)
+    flow_control: str = "wire"              # "wire": a flow-control packet takes its 6 bytes of link
+                                            # time; "ideal": none (seed 003's simulated links)
 
 
 @dataclass

@@ -29,15 +29,18 @@ def santos_fig1(L: int = 5, R: int = 1, buffer_packets: int = 4, window: int | N
                 victim: tuple[float, float] | None = (40, 60), spacing_us: float = 100,
                 link_rate: str | int = "4x_sdr", seed: int = 1, pattern: str = "greedy",
                 mean_on_us: float | None = None, mean_off_us: float | None = None,
-                name: str = "santos_fig1", output: dict[str, Any] | None = None) -> Scenario:
+                name: str = "santos_fig1", output: dict[str, Any] | None = None,
+                flow_control: str = "ideal") -> Scenario:
     """Seed 003 Figure 1.  ``rate``: static rate limit as a fraction of the link rate, for
     every flow, or a dict {flow or group name: fraction} (e.g. {"local": 0.1, "remote": 0.1}
     for Figure 3(b)); ``victim``: its active interval in ms, or None for no victim flow;
     ``pattern="onoff"`` with ``mean_on_us``/``mean_off_us`` makes local and remote flows
-    ON/OFF (section 6.3.2); ``output``: keys of [output].  Raises ScenarioError."""
+    ON/OFF (section 6.3.2); ``output``: keys of [output]; ``flow_control``: ``"ideal"``
+    (seed 003's links, the default) or ``"wire"`` (flow-control packets take link time).  Raises
+    ScenarioError."""
     tpl: dict[str, Any] = {"name": "santos_fig1", "L": L, "R": R, "buffer_packets": buffer_packets,
                            "duration": _t(duration_ms, "ms"), "spacing": _t(spacing_us, "us"),
-                           "link_rate": link_rate, "pattern": pattern}
+                           "link_rate": link_rate, "pattern": pattern, "flow_control": flow_control}
     if window is not None:
         tpl["window"] = window
     if rate is not None:

@@ -13,11 +13,13 @@ from .model import LinkSpec
 
 __all__ = ["LINK_KEYS", "link_params", "parse_links", "label_paths"]
 
-LINK_KEYS = ("rate", "propagation", "fc_period")
+LINK_KEYS = ("rate", "propagation", "fc_period", "flow_control")
+FLOW_CONTROL = ("wire", "ideal")
 
 
 def link_params(ctx: Checker, items: dict[str, tuple[Any, str]]) -> LinkParams:
-    """Rate, propagation delay and flow-control period (seed 003 Table 1 defaults)."""
+    """Rate, propagation delay, flow-control period and whether flow-control packets
+    take link time (seed 003 Table 1 defaults; issue 13)."""
     p = LinkParams()
     if "rate" in items:
         p.rate = ctx.conv(items["rate"][1], parse_rate, items["rate"][0])
@@ -28,6 +30,11 @@ def link_params(ctx: Checker, items: dict[str, tuple[Any, str]]) -> LinkParams:
         p.fc_period = ctx.conv(path, parse_time, v)
         if p.fc_period <= 0:
             raise ctx.err(path, "must be positive")
+    if "flow_control" in items:
+        v, path = items["flow_control"]
+        if v not in FLOW_CONTROL:
+            raise ctx.err(path, "must be one of %s, got %r" % (", ".join(map(repr, FLOW_CONTROL)), v))
+        p.flow_control = v
     return p
 
 

@@ -35,10 +35,12 @@ SANTOS_FIG1_DEFAULTS = {
     "L": 5, "R": 1, "buffer_packets": 4, "window": None, "rate_fraction": None,
     "duration": "100ms", "victim": True, "victim_start": "40ms", "victim_stop": "60ms",
     "spacing": "100us", "link_rate": "4x_sdr", "pattern": "greedy", "mean_on": None, "mean_off": None,
+    "flow_control": "ideal",    # seed 003's simulated links (ibemu.studies.santos.LINKS)
 }
 # a parameter that writes a plain key, which the file may set instead (but not both)
 SANTOS_FIG1_SUPERSEDES = {"duration": ("scenario", "duration"), "link_rate": ("defaults", "link", "rate"),
-                          "buffer_packets": ("defaults", "switch", "buffer")}
+                          "buffer_packets": ("defaults", "switch", "buffer"),
+                          "flow_control": ("defaults", "link", "flow_control")}
 MESSAGE_SIZE = 2048        # Table 1: 2048-byte payloads, one packet per message
 
 
@@ -84,10 +86,13 @@ def _santos_fig1(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
         parse_rate(p["link_rate"])
     except ValueError as e:
         raise TemplateParamError("link_rate", str(e)) from None
+    if p["flow_control"] not in ("wire", "ideal"):
+        raise TemplateParamError("flow_control", "must be 'wire' or 'ideal', got %r" % (p["flow_control"],))
     if not isinstance(p["victim"], bool):
         raise TemplateParamError("victim", "expected true or false, got %r" % (p["victim"],))
     norm: dict[str, Any] = {"L": L, "R": R, "buffer_packets": bufp, "duration": format_time(duration),
-            "victim": p["victim"], "spacing": format_time(spacing), "link_rate": p["link_rate"]}
+            "victim": p["victim"], "spacing": format_time(spacing), "link_rate": p["link_rate"],
+            "flow_control": p["flow_control"]}
     if window is not None:
         norm["window"] = window
     if p["victim"]:
@@ -156,7 +161,8 @@ def _santos_fig1(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     links += [{"a": "R%d" % j, "b": "A"} for j in range(1, R + 1)]
     gen: dict[str, Any] = {
         "scenario": {"duration": norm["duration"]},
-        "defaults": {"link": {"rate": norm["link_rate"]}, "switch": {"buffer": "%d packets" % bufp}},
+        "defaults": {"link": {"rate": norm["link_rate"], "flow_control": norm["flow_control"]},
+                     "switch": {"buffer": "%d packets" % bufp}},
         "switch": [{"name": "A"}, {"name": "B"}],
         "hca": [{"name": n, "lid": i + 1} for i, n in enumerate(hcas)],
         "link": links,

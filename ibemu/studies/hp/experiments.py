@@ -37,7 +37,7 @@ def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float =
          victim: tuple[float, float] | Literal["all"] | None = "all", hp: dict[str, Any] | None = None,
          window: int | None = None, dynamic: Literal["half", "all"] | None = None,
          mean_on_us: float | None = None, seed: int = 1, name: str = "hp",
-         switch: dict[str, Any] | None = None) -> Scenario:
+         switch: dict[str, Any] | None = None, flow_control: str = "ideal") -> Scenario:
     """The Figure 1 scenario as a :class:`~ibemu.scenario.Scenario`.
 
     *victim*: (start_ms, stop_ms), "all" (the whole run) or None.  *hp*: the ``[cc.hp]``
@@ -46,8 +46,10 @@ def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float =
     the remote flows ON/OFF, groups "static"/"dynamic", Figure 8(a)) or "all" (every
     local and remote flow ON/OFF, Figure 8(b)); mean OFF = mean ON = *mean_on_us*.  *switch*:
     settings added to ``[defaults.switch]`` (e.g. ``{"bypass_limit": 0}``; Table 1's otherwise).
+    *flow_control*: ``"ideal"`` (seed 003's links, :data:`ibemu.studies.santos.LINKS`) or ``"wire"``.
     """
-    params = {"L": L, "R": R, "buffer_packets": buffer_packets, "duration": "%gms" % duration_ms}
+    params = {"L": L, "R": R, "buffer_packets": buffer_packets, "duration": "%gms" % duration_ms,
+              "flow_control": flow_control}
     if victim is None:
         params["victim"] = False
     elif victim == "all":
