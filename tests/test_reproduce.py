@@ -82,3 +82,20 @@ def test_check_verdicts():
     assert (c.verdict(0.5), c.verdict(0.7)) == (OK, MISMATCH)
     d = Check("flow:x", "1/2", 0.4, 0.6, departs="why")
     assert (d.verdict(0.7), d.verdict(0.5)) == (DEPARTS, FIXED)
+
+
+@pytest.mark.parametrize("rep", REPRODUCTIONS, ids=lambda r: r.id)
+def test_every_band_says_where_it_comes_from(rep):
+    """Issue 13: a paper check carries the paper's words and where they are; a bound no
+    paper published is labelled a regression bound; only a paper check can depart.
+    (That each text quote occurs verbatim in its seed: tests/test_hp_quotes.py and
+    tests/test_dcms_reproduce.py, where the seed texts are present.)"""
+    from ibemu.studies.reproduction import PAPER, REGRESSION
+    for c in rep.checks:
+        assert c.kind in (PAPER, REGRESSION), c.metric
+        if c.kind == PAPER:
+            assert c.quote and c.section, "%s: a paper check without the paper's words" % c.metric
+            assert c.read_from in ("text", "figure"), c.metric
+        else:
+            assert "no published number" in c.paper and not c.departs, c.metric
+        assert c.lo <= c.hi, c.metric
