@@ -164,4 +164,7 @@ def test_seed_003_studies_raise_the_rate_on_every_unmarked_ack():
     from ibemu.studies.hp.experiments import fig1
     assert fig1(2, 2, hp={}).cc.settings["hp"].rwl is False
     assert fig1(2, 2, hp={"rwl": True}).cc.settings["hp"].rwl is True
+    # and seed 003's history-independent increase (§6.2): RPI reloaded on a decrease
+    assert fig1(2, 2, hp={}).cc.settings["hp"].rpi_reset is True
+    assert fig1(2, 2, hp={"rpi_reset": False}).cc.settings["hp"].rpi_reset is False
     assert fig1(2, 2, switch={"bypass_limit": 0}).switches[0].params.bypass_limit == 0

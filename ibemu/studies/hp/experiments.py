@@ -79,7 +79,7 @@ def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float =
         gen["output"]["plot_groups"] = ["static", "dynamic", "victim"] if dynamic == "half" else \
             gen["output"]["plot_groups"]
     if hp is not None:
-        gen["cc"] = {"scheme": "hp", "hp": {"rwl": False, **hp}}
+        gen["cc"] = {"scheme": "hp", "hp": {"rwl": False, "rpi_reset": True, **hp}}
     return scenario_from_dict(gen, label=name)
 
 
