@@ -115,6 +115,21 @@ def test_fimd_table_doubles_the_ipd_plus_one():
     assert t.inc[255] == 127 and t.rpi[255] == 1             # one ACK back from Rmin
 
 
+@pytest.mark.parametrize("name,acks", [
+    ("lipd", 128),     # LIPD: a mark takes IPD 0 to 1 (rate 1/2); F returns in T = 256 packet times (eq. 2)
+    ("fimd", 128),     # FIMD m=2: rate 1 -> 1/2; back in T = 256 packet times (eq. 2)
+    ("aimd", 16384),   # AIMD m=2: 1 -> 1/2, slope (m-1)Rmin^2: (1/2) / (1/256)^2 = 32768 packet times
+])
+def test_rpi_at_rmax_is_the_acks_f_takes_back_from_one_mark(name, acks):
+    # seed 000 §5.1.3.1: once RPI reaches zero "RPI is assigned a new value that specifies the
+    # number of data packets to be acknowledged via unmarked ACK packets before the next
+    # increase", a value that "depends on the revised CIPD setting"; at IPD 0 the next increase
+    # can only come after a mark, from IPD 1, where ACKs arrive every 2 packet times
+    t = RateTable(make_function(name))
+    assert t.dec[0] == 1
+    assert t.rpi[0] == acks
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_discrete_principles(name):
     t = RateTable(make_function(name))

@@ -106,6 +106,46 @@ def test_rpi_is_not_reset_by_a_decrease():
     assert st.cipd == 7
 
 
+def test_a_flow_at_its_static_ipd_reloads_rpi_and_keeps_it_through_a_mark():
+    # seed 000 §5.1.3.1: "Once RPI reaches zero, then an increase occurs in three steps" --
+    # the next CIPD from the table, then "RPI is assigned a new value" that "depends on the
+    # revised CIPD setting"; §5.1.3.2: "We chose not to re-initialize RPI when the rate or
+    # window limit is decreased".  At CIPD = SIPD = 0 step 1 has nowhere to go, step 2 still
+    # reloads RPI, so a flow marked at Rmax waits for unmarked ACKs before it is back.
+    a, b, snd, rcv, fab = pair_hp(FlowSpec("f", "a", "b"), HPSpec(rwl=False))
+    credit(a, 0)
+    run(a, 2 * T)
+    st = snd.cc.state
+    assert (st.cipd, st.rpi, st.apsn) == (0, 1, None)
+    deliver(a, ack_frame(snd, 0), 3 * T)             # RPI 1 -> 0: nothing above IPD 0
+    reload = 256 // 2                                # LIPD: IPD 1 -> 0 is T = 256 packet times,
+    assert (st.cipd, st.rpi, st.apsn) == (0, reload, None)   # ACKs every 2: no adjustment, no APSN
+    run(a, 5 * T)
+    deliver(a, marked_ack(snd, 1), 6 * T)
+    assert (st.cipd, st.rpi) == (1, reload)          # decreased, RPI kept
+    run(a, 9 * T)
+    deliver(a, ack_frame(snd, 2), 10 * T)
+    assert (st.cipd, st.rpi) == (1, reload - 1)      # not back at Rmax on the next unmarked ACK
+    st.rpi = 1
+    run(a, 13 * T)
+    deliver(a, ack_frame(snd, 3), 14 * T)
+    assert (st.cipd, st.rpi) == (0, reload)          # increased to Rmax, RPI reloaded for IPD 0
+
+
+def test_rpi_reset_reloads_rpi_for_the_new_rate_on_a_decrease():
+    # seed 003 §6.2: "the time behavior of the rate increase should be independent of the past
+    # history of the flow rate, i.e. it should be independent of the elapsed time since the
+    # last decrease" -- a marked flow climbs back from its new rate alone
+    a, b, snd, rcv, fab = pair_hp(FlowSpec("f", "a", "b"), HPSpec(rwl=False, rpi_reset=True))
+    credit(a, 0)
+    run(a, 2 * T)
+    st = snd.cc.state
+    st.rpi, st.cipd = 3, 6
+    deliver(a, marked_ack(snd, 0), 3 * T)
+    assert st.cipd == 7
+    assert st.rpi == round(256 / 8)                     # LIPD table at IPD 7: T / (IPD + 1)
+
+
 def test_coalesced_marked_ack_is_n_minus_one_unmarked_then_one_marked():
     a, b, snd, rcv, fab = pair_hp(FlowSpec("f", "a", "b"), HPSpec(cwnd_init=4, cwnd_max=4))
     credit(a, 0)

@@ -145,13 +145,16 @@ def test_unreliable_flows_and_read_responses_are_paced_by_cn_packets(kind):
         flows = [{"name": "f%d" % i, "src": "H3", "dst": "H%d" % i, "op": "read", "message_size": 8192}
                  for i in (1, 2)]
         sources = ("H1", "H2")          # the responders send the data
-    r = run_virtual(two_hosts({"unreliable_initial_ipd": 0}, flows=flows, switch={"buffer": "2 packets"}))
+    # 3 ms: a flow marked at Rmax keeps the RPI reloaded there (one T's worth of sends, seed
+    # 000 §5.1.3.1-5.1.3.2), so its first increase comes a few hundred sends later
+    r = run_virtual(two_hosts({"unreliable_initial_ipd": 0}, flows=flows, switch={"buffer": "2 packets"},
+                              duration="3ms"))
     c = r.counters
     assert c["S"]["hp_marked"] > 0
     assert sum(c[h].get("cnp_received", 0) for h in sources) > 0
     assert sum(c[h].get("hp_decreases", 0) for h in sources) > 0
     assert sum(c[h].get("hp_increases", 0) for h in sources) > 0      # RPI counted on sends
-    # a handful of CNs in 1 ms, each recovered from over many sends (RPI counts
+    # a handful of CNs in 3 ms, each recovered from over many sends (RPI counts
     # transmissions, §5.2): the link is slowed but not starved
     assert r.summary["links"]["S->H3"]["data_utilization"] > 0.5
 
@@ -164,4 +167,7 @@ def test_seed_003_studies_raise_the_rate_on_every_unmarked_ack():
     from ibemu.studies.hp.experiments import fig1
     assert fig1(2, 2, hp={}).cc.settings["hp"].rwl is False
     assert fig1(2, 2, hp={"rwl": True}).cc.settings["hp"].rwl is True
+    # and seed 003's history-independent increase (§6.2): RPI reloaded on a decrease
+    assert fig1(2, 2, hp={}).cc.settings["hp"].rpi_reset is True
+    assert fig1(2, 2, hp={"rpi_reset": False}).cc.settings["hp"].rpi_reset is False
     assert fig1(2, 2, switch={"bypass_limit": 0}).switches[0].params.bypass_limit == 0

@@ -22,6 +22,8 @@ unreliable_initial_ipd = 0   # slow start of UD flows and READ responses (seed 0
 persistent = false           # keep CC state across consecutive flows of a (src, dst) pair
 rwl = true                   # increase only the limiting factor (seed 000 §5.1); false: the
                              # rate on every unmarked ACK (seed 003 §6, fixed window)
+rpi_reset = false            # a decrease keeps RPI (seed 000 §5.1.3.2); true: RPI is reloaded
+                             # for the new setting, the increase independent of history (seed 003 §6.2)
 rpi_mtu = 2048               # RPI normalisation (seed 000 §5.1.3.1): the reference packet
 rpi_rate = "4x_sdr"          # ... and link whose packet time is the table's unit
 noncompliant_cas = []        # HCAs that ignore congestion notification (seed 000 §6.2) ...
@@ -45,7 +47,8 @@ FULLS = ("credits", "waiting")
 KEYS = ("marking", "output_threshold", "full", "propagating", "root_needs_credits",
         "mark_blocked_for_noncompliant", "noncompliant_switches", "response", "m", "rates",
         "levels", "cwnd_init", "cwnd_max", "unreliable_initial_ipd", "persistent", "rpi_mtu",
-        "rpi_rate", "noncompliant_cas", "manager", "manager_period", "trace", "rwl")
+        "rpi_rate", "noncompliant_cas", "manager", "manager_period", "trace", "rwl",
+        "rpi_reset")
 
 
 @dataclass
@@ -72,6 +75,7 @@ class HPSpec:
     manager_period: int = 1_000_000_000          # ps
     trace: bool = True
     rwl: bool = True
+    rpi_reset: bool = False
 
 
 def _names(ctx: Checker, path: str, v: Any, nodes: dict[str, str], kind: str) -> list[str]:
@@ -102,7 +106,7 @@ def parse_hp(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> HPSpec
         raise ctx.err(p("output_threshold"), "missing (marking \"input-output\" needs a threshold in packets)")
     s.full = string(ctx, p("full"), raw.get("full", s.full), FULLS)
     for k in ("propagating", "root_needs_credits", "mark_blocked_for_noncompliant", "persistent", "trace",
-              "rwl"):
+              "rwl", "rpi_reset"):
         if k in raw:
             setattr(s, k, boolean(ctx, p(k), raw[k]))
     s.noncompliant_switches = _names(ctx, p("noncompliant_switches"), raw.get("noncompliant_switches", []),

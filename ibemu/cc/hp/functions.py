@@ -134,7 +134,9 @@ class RateTable:
       need for the responsiveness principle), else ipd−1;
     - ``rpi[ipd]``: unmarked ACKs (of reference packets) needed before that increase:
       the time F takes from rate(ipd) to rate(inc[ipd]) times rate(ipd), rounded, at
-      least 1 (on the path from Rmin the rounding is carried from level to level).
+      least 1 (on the path from Rmin the rounding is carried from level to level);
+      at IPD 0, which has no level above, the ACKs (at the rate one mark leaves) that F
+      takes from that rate back to Rmax: what a flow at Rmax holds in RPI when marked.
     """
 
     def __init__(self, fn: ResponseFunction) -> None:
@@ -154,6 +156,11 @@ class RateTable:
         while ipd > 0:
             carry = self._level(ipd, carry)
             ipd = self.inc[ipd]
+        # IPD 0 (Rmax) has no level above it, but a flow there still reloads RPI from this
+        # table (seed 000 §5.1.3.1 step 2, see HPResponse) and keeps it through a mark
+        # (§5.1.3.2): the unmarked ACKs, at the rate one mark leaves, that F takes back to Rmax
+        top = self.dec[0]
+        self.rpi[0] = round_rpi((fn.tau(1.0) - fn.tau(ipd_rate(top))) / (top + 1))
 
     def _level(self, ipd: int, carry: float) -> float:
         """Fill inc[ipd] and rpi[ipd]; *carry* is the time already spent beyond F's

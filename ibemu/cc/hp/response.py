@@ -11,9 +11,11 @@ the rate itself, as a fraction of the source link), RPI, APSN and RWL.
   window (an ACK) or something else (the application, the link) — §5.1;
 - unmarked ACKs, when RWL is rate or window, take the packets they cover off RPI
   (never below zero); at zero the limiting factor alone increases (table lookup), RPI
-  is reloaded for the new setting, APSN = the last PSN sent (§5.1.3.1);
+  is reloaded for the new setting, APSN = the last PSN sent (§5.1.3.1); at the top
+  setting (CIPD = SIPD) RPI is reloaded all the same, so it never rests at zero;
 - a marked ACK for a packet sent after APSN decreases both CIPD and CWND (tables),
-  APSN = the last PSN sent; RPI is not reset (§5.1.3.2);
+  APSN = the last PSN sent; RPI is not reset (§5.1.3.2), unless ``rpi_reset`` (seed 003
+  §6.2: the increase is independent of the flow's history; RPI reloaded for the new CIPD);
 - a coalesced ACK of N packets with BECN counts as N−1 unmarked then one marked (§3);
 - RPI is scaled by PMTU and link speed: table values count reference packets
   (``rpi_mtu`` bytes at ``rpi_rate``), RPI = value × (rpi_mtu/PMTU) × (link/rpi_rate).
@@ -223,11 +225,22 @@ class HPResponse:
 
     # ------------------------------------------------------------------ adjustments
     def _increase(self, qp: SenderBase, now: int, factor: str) -> bool:
-        """Increase the limiting factor, reload RPI, set APSN (seed 000 §5.1.3.1)."""
+        """Increase the limiting factor, reload RPI, set APSN (seed 000 §5.1.3.1).
+
+        "Once RPI reaches zero, then an increase occurs in three steps": the table gives the
+        next CIPD (CWND), "RPI is assigned a new value" that "depends on the revised CIPD
+        setting", APSN is set.  A flow already at its top (CIPD = SIPD, or CWND at its
+        maximum) has no higher setting: step 1 leaves it there and step 2 still reloads RPI
+        from the table at that setting, so RPI never rests at zero; since "We chose not to
+        re-initialize RPI when the rate or window limit is decreased" (§5.1.3.2), a mark at
+        the top leaves the flow a table's worth of unmarked ACKs from its old rate, not
+        one.  Nothing changed, so no APSN (its purpose is to ignore marks earned by an old
+        setting) and False is returned."""
         st = self.state
         p = self.p
         if factor == WINDOW:
             if st.cwnd >= p.window.cwnd_max:
+                st.rpi = p.window.rpi(st.cwnd)      # at the top: step 2 only (see below)
                 return False
             st.cwnd = p.window.inc(st.cwnd)
             if self.source is not None:             # (RWL is WINDOW only with a window)
@@ -238,10 +251,12 @@ class HPResponse:
             if table is None:                       # continuous rates
                 rmax = self._rmax(st)
                 if st.rate >= rmax:
+                    st.rpi = self._rpi_rate(st)
                     return False
                 st.rate = min(rmax, p.fn.inc(st.rate, 1.0 / (st.rate * self.scale)))
             else:
                 if st.cipd <= st.sipd:
+                    st.rpi = self._rpi_rate(st)
                     return False
                 st.cipd = max(st.sipd, table.inc[st.cipd])
             st.rpi = self._rpi_rate(st)
@@ -251,7 +266,12 @@ class HPResponse:
         return True
 
     def _decrease(self, qp: SenderBase, now: int) -> None:
-        """Decrease CIPD and CWND (tables); APSN = last PSN sent; RPI kept (§5.1.3.2)."""
+        """Decrease CIPD and CWND (tables); APSN = last PSN sent; RPI kept (§5.1.3.2).
+
+        With ``rpi_reset`` RPI is reloaded for the new setting instead: seed 003 §6.2 asks
+        that "the time behavior of the rate increase should be independent of the past
+        history of the flow rate, i.e. it should be independent of the elapsed time since
+        the last decrease", so a marked flow climbs back along F from its new rate alone."""
         st = self.state
         p = self.p
         table = p.table
@@ -262,6 +282,9 @@ class HPResponse:
         if self.source is not None:
             st.cwnd = p.window.dec(st.cwnd)
             self.source.set_window(st.cwnd)
+        if p.spec.rpi_reset:                        # seed 003 §6.2: F^r from the new rate
+            window = st.rwl == WINDOW and p.spec.rwl
+            st.rpi = p.window.rpi(st.cwnd) if window else self._rpi_rate(st)
         self._adjusted(qp)
         qp.hca.count("hp_decreases")
         # the next packet waits for the new, longer gap

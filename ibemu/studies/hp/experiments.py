@@ -18,6 +18,12 @@ application-limited, so with persistent state the dynamic flows of Figure 8(a) k
 about half the static flows' rate (dynamic/static 0.68 at mean ON 10 µs, 20 ms; 0.61
 at 60 ms).  With ``rwl = false`` they share, as the paper says (0.92; static 0.50).
 Figures 4, 5 and 7 (static flows, always rate limited) do not change with it.
+
+Likewise ``rpi_reset = true`` unless told otherwise: seed 003 §6.2 wants the rate increase
+"independent of the past history of the flow rate, i.e. it should be independent of the
+elapsed time since the last decrease", so a decrease reloads RPI for the new IPD (seed
+000 §5.1.3.2 keeps it).  With it the discrete tables follow F as the continuous rates do
+(Fig. 7, CI: AIMD buffer 2 inter-switch 0.26 vs continuous 0.27; FIMD within 1.1 points).
 """
 from __future__ import annotations
 
@@ -79,7 +85,7 @@ def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float =
         gen["output"]["plot_groups"] = ["static", "dynamic", "victim"] if dynamic == "half" else \
             gen["output"]["plot_groups"]
     if hp is not None:
-        gen["cc"] = {"scheme": "hp", "hp": {"rwl": False, **hp}}
+        gen["cc"] = {"scheme": "hp", "hp": {"rwl": False, "rpi_reset": True, **hp}}
     return scenario_from_dict(gen, label=name)
 
 

@@ -23,6 +23,22 @@ How words become bands (never fitted to ibemu):
 
 Root causes (issue 13, defect 7):
 
+- Fig. 7, AIMD at buffer 2 not low (91 %), and Fig. 8(b)'s AIMD 24 points below the best
+  at mean ON 0.5 ms: with discrete rates RPI rested at 0 at IPD 0 (an "increase" with
+  nowhere to go skipped seed 000 §5.1.3.1's step 2, the RPI reload) and a decrease keeps
+  RPI (§5.1.3.2), so a flow marked at Rmax was back on its next unmarked ACK, not after
+  F's time (AIMD: 68 ms).  Now RPI is reloaded at the top too (table value at IPD 0: the
+  ACKs F takes back from one mark) and the seed 003 studies reload it on a decrease
+  (``rpi_reset``: seed 003 §6.2, "independent of the past history of the flow rate").
+  CI: AIMD b2 inter-switch 0.91 → 0.26 (continuous 0.27), LIPD − AIMD −0.015 → +0.16;
+  Fig. 8(b) AIMD below best 0.24 → 0.13 (0.5 ms), 0.12 → 0.09 (10 µs); FIMD discrete vs
+  continuous 1.6 → 1.1 points.  It costs LIPD: discrete vs continuous 2.5 → 7.1 points
+  (``LIPD_STEP``), LIPD b2 inter-switch 0.90 → 0.43 (``LIPD_B2``), Fig. 5(b) b8 − b2
+  fairness → +0.02 (``FIG5_B8B2``); Fig. 4(d)'s in-out-8 − input → +0.10 (now in band).
+- Fig. 8(a), no persistence, static flows at 0.11 (not starving) at mean ON 10 µs: the CI
+  run was too short, the static flows (started at Rmax, LIPD) were still falling: 0.11
+  at 20 ms (seeds 1–3), 0.06 at 60 ms; the paper ran "at least 500 ms".  CI run now 60 ms.
+
 - Fig. 8(a), persistent state, dynamic flows at about half the static flows' rate: the
   studies ran seed 000's RWL rule, under which an application-limited packet (one that
   starts an ON period) earns no rate increase; seed 003 §6 raises the rate on every
@@ -56,9 +72,13 @@ FIG4D = ("marking bias: input-triggered events (B's inter-switch buffer full) ou
          "3:1 at buffer 4 / threshold 8, and ibemu's output-triggered events mark remote packets in proportion to "
          "their rate (that buffer is nearly full whenever > 8 packets wait), not mostly locals as §5 expects; "
          "under LIPD every flow settles at one mark per T, so the per-packet bias sets the ratio")
-RPI_TOP = ("discrete rates: RPI, not reset by a decrease (seed 000 §5.1.3.2), sits at 0 while a flow is at its "
-           "static IPD, so the victim marked at Rmax is back on its next unmarked ACK instead of after AIMD's "
-           "68 ms: it shrugs off marks (victim decreases = increases)")
+LIPD_STEP = ("discrete rates: a flow marked at Rmax runs at IPD 1 (rate 1/2) for all of T before the table returns "
+             "it to IPD 0, where the continuous rate climbs through 0.5-1 along F: the victim keeps less (b4: "
+             "0.35 vs 0.40, inter-switch 0.75 vs 0.82); seed 003 does not say how its discrete rates track F")
+LIPD_B2 = ("at buffer 2 the victim, waiting in B's two-packet inter-switch input behind remote packets, is marked "
+           "often, and each LIPD mark at Rmax costs it T at rate 1/2 (continuous rates: 0.54)")
+FIG5_B8B2 = ("not root-caused: +0.02 since RPI is reloaded at Rmax and on a decrease (seed 000 §5.1.3.1, "
+             "seed 003 §6.2); it was +0.15 when a flow marked at Rmax came back on its next unmarked ACK")
 
 REPRODUCTIONS: list[Reproduction] = [
     Reproduction(
@@ -87,8 +107,7 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("in-out-8 - input: remote/local", "remote and local closer than input-triggered (≥ +0.05)",
                0.05, 10.0, "",
                quote="the flow rates for the remote and local flows are closer with the combined approach than "
-                     "with solely input-triggered marking", section=S5 + ", Figure 4(d)",
-               departs=FIG4D),
+                     "with solely input-triggered marking", section=S5 + ", Figure 4(d)"),
          Check("in-out-8:remote/local", "local and remote approximately equal (1 ± 15 %)", 0.85, 1.15, "",
                quote="the local and remote flows receive approximately equal rates", section=S5 + ", Figure 4(d)",
                departs=FIG4D),
@@ -121,20 +140,22 @@ REPRODUCTIONS: list[Reproduction] = [
                departs=VICTIM_CAP),
          Check("aimd discrete b2:inter", "AIMD: inter-switch low at small buffers (< 90 %)", 0.0, 0.90,
                quote="with AIMD the inter-switch link has low utilization in scenarios with small input buffers",
-               section=S631 + ", Figure 7",
-               departs=RPI_TOP),
+               section=S631 + ", Figure 7"),
          Check("b2: lipd inter - aimd inter", "AIMD's slow recovery costs the inter-switch link (≥ 0.05)",
                0.05, 1.0, "",
                quote="The slow rate increase function of AIMD causes the victim to recover slowly from the "
-                     "sporadic marks resulting in poor utilization of the inter-switch link", section=S631,
-               departs=RPI_TOP),
+                     "sporadic marks resulting in poor utilization of the inter-switch link", section=S631),
          Check("lipd:max |discrete-continuous|", "discrete ≈ continuous (dashed hidden by solid: ≤ 3 points)",
                0.0, 0.03,
-               quote="The discrete and continuous curves in Figure 7 are nearly identical", section=S631),
+               quote="The discrete and continuous curves in Figure 7 are nearly identical", section=S631,
+               departs=LIPD_STEP),
          Check("fimd:max |discrete-continuous|", "discrete ≈ continuous (dashed hidden by solid: ≤ 3 points)",
                0.0, 0.03,
                quote="The discrete and continuous curves in Figure 7 are nearly identical", section=S631),
-         Check("lipd discrete b2:inter", NO_NUMBER + " (LIPD at buffer 2)", 0.6, 1.01, kind=REGRESSION)],
+         Check("lipd discrete b2:inter", "LIPD: inter-switch not low at small buffers (> 90 %)", 0.90, 1.01,
+               quote="In contrast to LIPD and FIMD, with AIMD the inter-switch link has low utilization in "
+                     "scenarios with small input buffers", section=S631 + ", Figure 7",
+               departs=LIPD_B2)],
         runner=run_fig7),
     Reproduction(
         "hp_fig5", "Buffer size × output threshold, L=10 R=10, LIPD", "seed 003 §5, Figure 5",
@@ -150,7 +171,7 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("none: remote/local b8 - b2", "input-triggered: fairness improves with buffer size (≥ +0.05)",
                0.05, 10.0, "",
                quote="When input-triggered marking dominates, fairness is improved as the buffer size increases.",
-               section=S5 + ", Figure 5(b)"),
+               section=S5 + ", Figure 5(b)", departs=FIG5_B8B2),
          Check("b12: remote/local thr8 - thr4", "large buffers: locals get less as threshold goes 4 → 8 (≥ +0.05)",
                0.05, 10.0, "",
                quote="Local flows receive a lower share of the throughput as the output threshold increases from 4 "
@@ -167,8 +188,7 @@ REPRODUCTIONS: list[Reproduction] = [
         # "starving": the static flows keep under a fifth of their half of the root
         [Check("on 10us reset:static", "short ON, no persistence: static flows starve (< 1/5 of 0.5)",
                0.0, 0.10,
-               quote="dynamic flows hog the bandwidth, starving the static flows", section=S632 + ", Figure 8(a)",
-               departs="the static flows keep 11 % rather than starving: not root-caused (CI: one ON point, 20 ms)"),
+               quote="dynamic flows hog the bandwidth, starving the static flows", section=S632 + ", Figure 8(a)"),
          Check("on 10us persistent:dynamic/static", "persistent state: the same bandwidth (1 ± 15 %)",
                0.85, 1.15, "×",
                quote="In this case the dynamic flows receive the same amount of bandwidth than static flows",
@@ -194,8 +214,7 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("on 500us:aimd below best", "AIMD approximately 10 % lower than the best (7–13 points)",
                0.07, 0.13, "",
                quote="AIMD has the worst performance on all range achieving approximately 10% lower utilization "
-                     "than the best response function", section=S632 + ", Figure 8(b)",
-               departs="not root-caused; the RPI-at-static-IPD finding of Figure 7 bears on it"),
+                     "than the best response function", section=S632 + ", Figure 8(b)"),
          Check("on 500us fimd:inter", "inter-switch high utilization (> 90 %)", 0.90, 1.01,
                quote="The inter-switch link has high utilization, except in the case of AIMD",
                section=S632 + ", Figure 8(b)",
