@@ -139,8 +139,7 @@ class Node:
         bytes, and is built when it goes (so it carries the credits of that moment).  On
         an ideal link (``flow_control = "ideal"``) it goes at once and takes no time."""
         if not port.fcp_time:               # an ideal link: at once, taking no time
-            port.last_fcp[vl] = now
-            self.outbox.append((port.index, build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl()), True, now))
+            self._emit_fcp(port, vl, op, now)
             return
         pending = port.fcp_pending
         if pending.get(vl) != OP_INIT:
@@ -150,11 +149,13 @@ class Node:
     def _fcp_out(self, port: Port, now: int) -> None:
         """Send the first pending flow-control packet now (the link is free)."""
         vl = next(iter(port.fcp_pending))
-        op = port.fcp_pending.pop(vl)
-        port.last_fcp[vl] = now
+        self._emit_fcp(port, vl, port.fcp_pending.pop(vl), now)
         port.busy_until = now + port.fcp_time
-        self.outbox.append((port.index, build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl()), True, now))
         self.recorder.link_tx(port.label, now, LINK_LEN, False)
+
+    def _emit_fcp(self, port: Port, vl: int, op: int, now: int) -> None:
+        port.last_fcp[vl] = now
+        self.outbox.append((port.index, build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl()), True, now))
 
     def link_blocked(self, port: Port, now: int, want: bool) -> bool:
         """Whether the link of *port* is taken at *now*, so no packet may start.
