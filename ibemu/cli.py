@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import UserError
+from .errors import OutputError, UserError
 
 
 def _cmd_sample(args) -> int:
@@ -55,6 +55,8 @@ def _cmd_run(args) -> int:
     scn = load_scenario(source, overrides)
     if args.no_plots:
         scn.output.plots = False
+    from .atomic import prepare_outputs     # issue 14: parents made, a wrong path one line, on both clocks
+    prepare_outputs(args.out or "runs/%s" % scn.name, args.pcap)
     if args.clock == "wall":
         from .runtime.commands import cmd_run_wall
         return cmd_run_wall(args, scn)
@@ -170,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args)
+    except OutputError as e:         # an output path: its name and the system's reason
+        print("ibemu: %s" % e, file=sys.stderr)
+        return 1
     except UserError as e:
         print("ibemu: %s" % e, file=sys.stderr)
         return 2
@@ -180,3 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ibemu: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        if e.filename is None:
+            raise
+        print("ibemu: %s: %s" % (e.filename, e.strerror or e), file=sys.stderr)    # any other file's error
+        return 1

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .atomic import atomic_batch, prepare_outputs
 from .build import build_fabric
 from .fabric.network import Fabric
 from .capture.erf import ErfPcapWriter
@@ -86,7 +87,14 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     every frame as an ERF capture.  *progress*: a progress bar (default: for runs of more
     than 10 ms of emulated time, when stderr is a terminal).  *window*: (t_from, t_to) in
     ps for the windowed figures of the summary.
+
+    Output paths (issue 14 item 6): missing parent folders of *out_dir* and *pcap* are
+    created; any operating-system error is one :class:`~ibemu.errors.OutputError` naming
+    the path and the reason, raised before the run when the paths are wrong, and leaving
+    the earlier outputs and capture intact and no temporary or ``.partial`` file when it
+    happens while writing (a full disk).
     """
+    prepare_outputs(out_dir, pcap)      # missing folders made, a wrong path refused before the run
     flows = {f.name: f for f in scn.flows}
     metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {}, window_ps=scn.output.window)
     fabric = build_fabric(scn, metrics)
@@ -110,11 +118,13 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
             engine.run(t, progress=bar.update if bar.enabled else None,
                        progress_step=max(scn.duration // 200, 1))
             metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
+    except BaseException:
+        if capture is not None:         # interrupted: the capture keeps the whole records it has
+            capture.close()
+            engine.capture = None
+        raise
     finally:
         bar.close()
-        if capture is not None:
-            capture.close()
-            engine.capture = None       # the writer is closed: the engine may run on without it
     wall = time.perf_counter() - t0
     counters = {name: dict(sorted(node.counters.items()))
                 for name, node in fabric.nodes.items() if node.counters}
@@ -125,13 +135,17 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     t_from, t_to = window if window else (None, None)
     summary = metrics.summary(t_from, t_to)
     result = RunResult(scn, metrics, summary, engine.events, wall, counters)
-    if out_dir is not None:
-        out = Path(out_dir)
-        write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
-                                                "pcap": Path(pcap).name if pcap else None,
-                                                "lids": lids_of(fabric)},
-                      window=window)
-        result.out_dir = out
+    with atomic_batch():                # the capture and the output folder: all committed, or none
+        if capture is not None:
+            capture.close()
+            engine.capture = None       # the writer is closed: the engine may run on without it
+        if out_dir is not None:
+            out = Path(out_dir)
+            write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
+                                                    "pcap": Path(pcap).name if pcap else None,
+                                                    "lids": lids_of(fabric)},
+                          window=window)
+            result.out_dir = out
     if observers:
         context = RunContext(scn, engine, fabric, result)
         for observe in list(observers):

@@ -17,8 +17,8 @@ import struct
 from collections.abc import Iterator
 from typing import Self
 
-from ..atomic import StrPath
-from ..errors import UserError
+from ..atomic import StrPath, discard, prepare_file, replace
+from ..errors import OutputError, UserError
 
 LINKTYPE_ERF = 197
 ERF_TYPE_INFINIBAND = 21
@@ -55,13 +55,20 @@ class ErfPcapWriter:
     *path* once everything is on disk, so *path* is always a whole, readable capture;
     a killed run leaves only the ``.partial`` file (whole records up to a truncated
     tail, which :func:`read_erf_pcap` reports).  ``atomic=False`` writes *path* directly.
+    Missing parent folders are created; an operating-system error (a directory at
+    *path*, a read-only or full disk) is one :class:`~ibemu.errors.OutputError` and
+    leaves no ``.partial`` file (issue 14 item 6).
     """
 
     def __init__(self, path: StrPath, snaplen: int = 65535, buffer_bytes: int = 1 << 20,
                  atomic: bool = True) -> None:
         self.path = str(path)
         self._tmp = self.path + ".partial" if atomic else None
-        self._f = open(self._tmp or self.path, "wb")
+        prepare_file(self.path)                 # missing folders made; one line if it cannot be (issue 14)
+        try:
+            self._f = open(self._tmp or self.path, "wb")
+        except OSError as e:
+            raise OutputError.from_os(self.path, e) from None
         self._buf: list[bytes] = [_GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, snaplen, LINKTYPE_ERF)]
         self._size = 0
         self._limit = buffer_bytes
@@ -82,19 +89,45 @@ class ErfPcapWriter:
             self.flush()
 
     def flush(self) -> None:
-        self._f.write(b"".join(self._buf))
+        """Write the buffered records; an operating-system error (a full disk) closes
+        and removes the ``.partial`` file and raises :class:`OutputError` naming *path*."""
+        if self._f.closed:
+            return
+        try:
+            self._f.write(b"".join(self._buf))
+        except OSError as e:
+            self.abort()
+            raise OutputError.from_os(self.path, e) from None
         self._buf.clear()
         self._size = 0
 
+    def abort(self) -> None:
+        """Close without committing: the ``.partial`` file is removed, *path* untouched."""
+        self._buf.clear()
+        try:
+            self._f.close()
+        except OSError:
+            pass
+        if self._tmp is not None:
+            discard(self._tmp)
+
     def close(self) -> None:
-        if not self._f.closed:
-            self.flush()
+        """Write what is buffered, sync and rename ``.partial`` to *path* (inside an
+        :func:`ibemu.atomic.atomic_batch`, at the batch's end).  On an operating-system
+        error nothing is left but the earlier *path*: :class:`OutputError`."""
+        if self._f.closed:
+            return
+        self.flush()
+        try:
             if self._tmp is not None:
                 self._f.flush()
                 os.fsync(self._f.fileno())
             self._f.close()
-            if self._tmp is not None:
-                os.replace(self._tmp, self.path)
+        except OSError as e:
+            self.abort()
+            raise OutputError.from_os(self.path, e) from None
+        if self._tmp is not None:
+            replace(self._tmp, self.path)
 
     def __enter__(self) -> Self:
         return self

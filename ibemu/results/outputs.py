@@ -5,8 +5,12 @@ completion time per flow and group, :mod:`.latency`), counters.csv (port counter
 time, IBA 16.1.3.5 PortCounters names), traces.csv (congestion-control variables) and,
 when ``output.plots``, the PNG plots (:mod:`ibemu.plots`).
 
-Every file is written atomically (:mod:`ibemu.atomic`); floats are rounded to 9
-significant digits in JSON and 6 in CSV, so outputs compare byte for byte.
+Every file is written atomically (:mod:`ibemu.atomic`), and the folder as a whole too
+(:func:`ibemu.atomic.atomic_batch`, issue 14 item 6): an error on the way -- a full disk,
+a directory in the way -- leaves the earlier files as they were and no temporary file,
+and is one :class:`~ibemu.errors.OutputError` line naming the path and the system's
+reason.  Floats are rounded to 9 significant digits in JSON and 6 in CSV, so outputs
+compare byte for byte.
 """
 from __future__ import annotations
 
@@ -14,13 +18,17 @@ import csv
 import dataclasses
 import json
 import math
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_open, atomic_write_text
+from ..atomic import atomic_batch, atomic_open, atomic_write_text, prepare_dir, replace
+from ..errors import OutputError
 from ..scenario.model import Scenario
 from ..units import PS_PER_MS, PS_PER_US
 from .metrics import Metrics
@@ -131,6 +139,32 @@ def _write_traces(metrics: Metrics, path: Path) -> None:
                 w.writerow([kind, key, "%.9g" % (t / PS_PER_MS), _fmt(v)])
 
 
+def _write_plots(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
+                 link_data: list[tuple[str, np.ndarray]], link_all: list[tuple[str, np.ndarray]],
+                 flow_cols: list[tuple[str, np.ndarray]], group_cols: list[tuple[str, np.ndarray]]) -> None:
+    """The PNG plots, drawn into a hidden temporary folder inside *out* and each renamed
+    into *out* with the other files (:func:`ibemu.atomic.replace`, in the batch)."""
+    from ..plots import plot_latency, plot_run, plot_traces  # matplotlib: imported only to plot
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=".plots.", suffix=".tmp", dir=out))
+    except OSError as e:
+        raise OutputError.from_os(out, e) from None
+    try:
+        plot_run(metrics, scenario, tmp, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
+        if metrics.traces:
+            plot_traces(metrics, scenario, tmp)
+        plot_latency(metrics, scenario, tmp)
+        for png in sorted(tmp.iterdir()):
+            moved = out / (".%s.%d.tmp" % (png.name, os.getpid()))
+            os.replace(png, moved)          # out of the temporary folder before it goes
+            replace(moved, out / png.name)
+    except OSError as e:
+        name = Path(os.fsdecode(e.filename)).name if e.filename else ""
+        raise OutputError.from_os(out / name if name else out, e) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
                   extra: dict[str, Any] | None = None, *,
                   window: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -143,8 +177,14 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     latency.csv: message latency and completion time per flow and group.
     throughput.png / links.png / latency.png when ``scenario.output.plots``.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_dir(out_dir)
+    with atomic_batch():            # all the files, or none (the earlier ones stay)
+        results = _write_all(metrics, scenario, out, extra, window)
+    return results
+
+
+def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
+               window: tuple[int, int] | None) -> dict[str, Any]:
     win_ps = scenario.output.window or metrics.window
     summary = metrics.summary(*window) if window else metrics.summary()
     results: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed,
@@ -180,9 +220,5 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     _write_latency(summary, out / "latency.csv")
 
     if scenario.output.plots:
-        from ..plots import plot_latency, plot_run, plot_traces  # matplotlib: imported only to plot
-        plot_run(metrics, scenario, out, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
-        if metrics.traces:
-            plot_traces(metrics, scenario, out)
-        plot_latency(metrics, scenario, out)
+        _write_plots(metrics, scenario, out, times, link_data, link_all, flow_cols, group_cols)
     return results

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ..atomic import atomic_batch
 from ..build import build_fabric
 from ..fabric.network import Fabric
 from ..errors import UserError
@@ -202,8 +203,9 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
         failed = _supervise(pool, scn, stop, dilation, progress, announce)
     outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed)
 
-    result = collect(scn, fabric, outcome, dilation=dilation, port_base=base, pcap=pcap,
-                     window=window, integrity=integrity, out=out)
+    with atomic_batch():        # the capture and the output folder: all written, or none (issue 14)
+        result = collect(scn, fabric, outcome, dilation=dilation, port_base=base, pcap=pcap,
+                         window=window, integrity=integrity, out=out)
     if result.completed and not keep_parts:
         shutil.rmtree(workdir, ignore_errors=True)
     if failed is not None:
