@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import sys
 import time
 from pathlib import Path
@@ -131,7 +130,7 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--part", help=argparse.SUPPRESS)
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
-    n.add_argument("--scenario-pickle", help=argparse.SUPPRESS)
+    n.add_argument("--scenario-json", help=argparse.SUPPRESS)
     n.add_argument("--drop-link-every", type=int, default=0, help=argparse.SUPPRESS)
     n.add_argument("--faults-until", type=int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--check-integrity", action="store_true", help=argparse.SUPPRESS)
@@ -140,13 +139,11 @@ def add_node_parser(sub: Subparsers) -> None:
 
 def _load(args: argparse.Namespace) -> Scenario:
     """The scenario of ``ibemu node`` / ``ibemu fidelity``, with the overrides (the
-    controller hands its workers the scenario it loaded, pickled)."""
-    from ..scenario import Scenario, load_scenario
-    if args.scenario_pickle:
-        scn = pickle.loads(Path(args.scenario_pickle).read_bytes())
-        if not isinstance(scn, Scenario):
-            raise UserError("%s: not a pickled scenario" % args.scenario_pickle)
-        return scn
+    controller hands its workers the scenario it loaded as JSON data, :mod:`.handover`)."""
+    from ..scenario import load_scenario
+    if getattr(args, "scenario_json", None):
+        from .handover import read_scenario
+        return read_scenario(args.scenario_json)
     if not args.scenario:
         raise UserError("node: a scenario file is required")
     source = resolve_scenario(args.scenario)
@@ -243,7 +240,6 @@ def add_fidelity_parser(sub: Subparsers) -> None:
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from .fidelity import compare, format_fidelity
     from .workers import WallRunError
-    args.scenario_pickle = None
     scn = _load(args)
     try:
         report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,

@@ -20,7 +20,6 @@ Failures (the issue's rules):
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import signal
 import sys
@@ -40,6 +39,7 @@ from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 from .addrmap import assign, port_keys, write_map
 from .collect import Outcome, WallResult, collect
+from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
 from .partition import partition
 from .report import format_start
@@ -117,7 +117,7 @@ def _workdir(out: Path | None) -> Path:
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, drop_link_every: int,
                  realtime: bool, faults_until: int | None, integrity: bool) -> list[str]:
     """The ``ibemu node`` options every worker gets."""
-    args = ["--scenario-pickle", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
+    args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
             "--parent", str(os.getpid())]
     if drop_link_every:
         args += ["--drop-link-every", str(drop_link_every)]
@@ -191,8 +191,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     workdir = _workdir(out)
     mapfile = workdir / "addresses.toml"
     write_map(mapfile, amap)
-    scnfile = workdir / "scenario.pickle"
-    scnfile.write_bytes(pickle.dumps(scn))
+    scnfile = workdir / SCENARIO_FILE             # JSON, read back by the workers (handover.py)
+    write_scenario(scnfile, scn)
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity)
 
     t_wall = time.perf_counter()
