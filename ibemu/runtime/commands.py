@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import sys
 import time
 from pathlib import Path
@@ -43,8 +42,21 @@ def _positive_int(text: str) -> int:
     return v
 
 
-def add_wall_options(p: argparse.ArgumentParser) -> None:
-    """--workers / --dilation / --port-base, for ``run`` and ``fidelity``."""
+def _watchdog_seconds(text: str) -> float:
+    from .controller import MAX_WATCHDOG, MIN_WATCHDOG
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected seconds, got %r" % text) from None
+    if not MIN_WATCHDOG <= v <= MAX_WATCHDOG:       # also refuses nan and inf
+        raise argparse.ArgumentTypeError("must be between %g and %g seconds, got %r"
+                                         % (MIN_WATCHDOG, MAX_WATCHDOG, text))
+    return v
+
+
+def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
+    """--workers / --dilation / --port-base (and --watchdog, for ``run``), for ``run``
+    and ``fidelity``."""
     p.add_argument("--workers", type=_positive_int, default=None,
                    help="wall clock: worker processes (default: the number of cores, %d here)"
                         % (os.cpu_count() or 1))
@@ -54,6 +66,11 @@ def add_wall_options(p: argparse.ArgumentParser) -> None:
                    help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="wall clock: do not ask for real-time scheduling for the workers")
+    if watchdog:
+        from .workers import WATCHDOG
+        p.add_argument("--watchdog", type=_watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
+                       help="wall clock: a worker silent (no heartbeat) this long is reported as hung "
+                            "and the run stops with partial results (default %g)" % WATCHDOG)
 
 
 def capture_hint(pcap: str | Path) -> str:
@@ -85,7 +102,7 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
         result = run_wall(scn, out_dir=out, pcap=args.pcap, workers=args.workers,
                           dilation=args.dilation, progress=False if args.quiet else None,
                           port_base=args.port_base, announce=not args.quiet,
-                          realtime=args.realtime)
+                          realtime=args.realtime, watchdog=args.watchdog)
     except WallRunError as e:
         print("ibemu run: %s" % e, file=sys.stderr)
         return 1
@@ -131,7 +148,7 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--part", help=argparse.SUPPRESS)
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
-    n.add_argument("--scenario-pickle", help=argparse.SUPPRESS)
+    n.add_argument("--scenario-json", help=argparse.SUPPRESS)
     n.add_argument("--drop-link-every", type=int, default=0, help=argparse.SUPPRESS)
     n.add_argument("--faults-until", type=int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--check-integrity", action="store_true", help=argparse.SUPPRESS)
@@ -140,13 +157,11 @@ def add_node_parser(sub: Subparsers) -> None:
 
 def _load(args: argparse.Namespace) -> Scenario:
     """The scenario of ``ibemu node`` / ``ibemu fidelity``, with the overrides (the
-    controller hands its workers the scenario it loaded, pickled)."""
-    from ..scenario import Scenario, load_scenario
-    if args.scenario_pickle:
-        scn = pickle.loads(Path(args.scenario_pickle).read_bytes())
-        if not isinstance(scn, Scenario):
-            raise UserError("%s: not a pickled scenario" % args.scenario_pickle)
-        return scn
+    controller hands its workers the scenario it loaded as JSON data, :mod:`.handover`)."""
+    from ..scenario import load_scenario
+    if getattr(args, "scenario_json", None):
+        from .handover import read_scenario
+        return read_scenario(args.scenario_json)
     if not args.scenario:
         raise UserError("node: a scenario file is required")
     source = resolve_scenario(args.scenario)
@@ -168,6 +183,20 @@ def _start_at(text: str | None) -> float | None:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    if not args.control:
+        return _node(args)
+    from .worker import Control, describe_error
+    try:                # a controller's worker: its error goes up the control channel as one line
+        return _node(args)
+    except UserError as e:
+        Control().send(event="error", message=str(e))
+        raise
+    except Exception as e:
+        Control().send(event="error", message=describe_error(e))
+        raise
+
+
+def _node(args: argparse.Namespace) -> int:
     from ..build import build_fabric
     from .addrmap import assign, read_map, write_map
     from .report import format_node_summary
@@ -209,11 +238,6 @@ def cmd_node(args: argparse.Namespace) -> int:
                           control=args.control, start_at=start_at, parent=args.parent,
                           drop_link_every=args.drop_link_every, realtime=args.realtime,
                           faults_until=args.faults_until, integrity=args.check_integrity)
-    except UserError as e:
-        if args.control:
-            import json
-            print(json.dumps({"event": "error", "message": str(e)}), flush=True)
-        raise
     except KeyboardInterrupt:
         return 130
     if not args.control:
@@ -236,14 +260,13 @@ def add_fidelity_parser(sub: Subparsers) -> None:
     f.add_argument("--out", help="also write the wall run's output folder here")
     f.add_argument("--tolerance", type=_positive_float, default=None,
                    help="exit 1 when a ratio is off by more than this fraction (e.g. 0.05)")
-    add_wall_options(f)
+    add_wall_options(f, watchdog=False)
     f.set_defaults(func=cmd_fidelity)
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from .fidelity import compare, format_fidelity
     from .workers import WallRunError
-    args.scenario_pickle = None
     scn = _load(args)
     try:
         report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,

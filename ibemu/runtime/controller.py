@@ -15,12 +15,15 @@ Failures (the issue's rules):
 - A worker that dies is noticed at once (:class:`~.workers.WorkerPool`): the others are
   stopped, the worker is named with its exit status and the last line of its error
   output, the partial outputs are written, exit 1.
+- A worker that falls silent (no heartbeat for *watchdog* s: SIGSTOP, a deadlock) is
+  handled like one that died, named with its process state (:mod:`.workers`).
+- When no worker recorded anything (they all failed before the emulation began), no
+  output is written: the output folder's earlier results stay as they were.
 - No orphans (:mod:`.workers`).
 """
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import signal
 import sys
@@ -41,13 +44,18 @@ from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 from .addrmap import assign, port_keys, write_map
 from .collect import Outcome, WallResult, collect
+from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
 from .partition import partition
 from .report import format_start
 from .sockets import free_port_block
-from .workers import STOP_GRACE, WallRunError, Worker, WorkerPool
+from .workers import STOP_GRACE, WATCHDOG, WallRunError, Worker, WorkerPool
 
-__all__ = ["run_wall", "WallResult", "WallRunError"]
+__all__ = ["run_wall", "WallResult", "WallRunError", "MIN_WATCHDOG", "MAX_WATCHDOG"]
+
+MIN_WATCHDOG = 1.0
+"""The shortest watchdog bound: two heartbeat intervals (:data:`.worker.HEARTBEAT_INTERVAL`)."""
+MAX_WATCHDOG = 86400.0
 
 
 class StopSignals:
@@ -78,9 +86,11 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
-def _check(dilation: float, workers: int, port_base: int, pcap: str | Path | None) -> None:
+def _check(dilation: float, workers: int, port_base: int, pcap: str | Path | None, watchdog: float) -> None:
     if not dilation or dilation <= 0:
         raise UserError("--dilation must be positive, got %r" % dilation)
+    if not MIN_WATCHDOG <= watchdog <= MAX_WATCHDOG:
+        raise UserError("--watchdog must be between %g and %g seconds, got %r" % (MIN_WATCHDOG, MAX_WATCHDOG, watchdog))
     if workers < 1:
         raise UserError("--workers must be at least 1, got %d" % workers)
     if not 1024 <= port_base <= 65535:
@@ -118,7 +128,7 @@ def _workdir(out: Path | None) -> Path:
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, drop_link_every: int,
                  realtime: bool, faults_until: int | None, integrity: bool) -> list[str]:
     """The ``ibemu node`` options every worker gets."""
-    args = ["--scenario-pickle", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
+    args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
             "--parent", str(os.getpid())]
     if drop_link_every:
         args += ["--drop-link-every", str(drop_link_every)]
@@ -167,7 +177,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
              port_base: int = DEFAULT_PORT_BASE, host: str = "127.0.0.1",
              drop_link_every: int = 0, keep_parts: bool = False,
              announce: bool = False, realtime: bool = True, faults_until: int | None = None,
-             integrity: bool = False, external: Iterable[str] = ()) -> WallResult:
+             integrity: bool = False, external: Iterable[str] = (),
+             watchdog: float = WATCHDOG) -> WallResult:
     """Run *scn* in real time over *workers* processes (default: the number of cores).
 
     *announce*: print a line on stderr when the workers start.  Returns a
@@ -181,9 +192,10 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     credits not back to idle at the end (from every worker's ports).  *external*: node
     names no worker runs -- their addresses are in the map (``parts/addresses.toml``),
     and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer).
+    *watchdog*: wall seconds a worker may stay silent before it counts as hung.
     """
     workers = workers or os.cpu_count() or 2
-    _check(dilation, workers, port_base, pcap)
+    _check(dilation, workers, port_base, pcap, watchdog)
     fabric = build_fabric(scn)
     groups = _groups(fabric, scn, workers, set(external or ()))
     base = free_port_block(host, max(1, len(port_keys(fabric))), port_base)
@@ -192,24 +204,31 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     workdir = _workdir(out)
     mapfile = workdir / "addresses.toml"
     write_map(mapfile, amap)
-    scnfile = workdir / "scenario.pickle"
-    scnfile.write_bytes(pickle.dumps(scn))
+    scnfile = workdir / SCENARIO_FILE             # JSON, read back by the workers (handover.py)
+    write_scenario(scnfile, scn)
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity)
 
     t_wall = time.perf_counter()
-    with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap)) as pool:
+    with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
         pool.spawn(groups)
         pool.serve_mgmt(workdir / SOCKET_NAME, fabric)         # <out>/parts/mgmt.sock
         failed = _supervise(pool, scn, stop, dilation, progress, announce)
     outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed)
 
+    recorded = any(w.data is not None or w.part.exists() for w in pool.workers)
+    write_to = out if recorded or failed is None else None     # nothing recorded: keep what is there
     with atomic_batch():        # the capture and the output folder: all written, or none (issue 14)
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=base, pcap=pcap,
-                         window=window, integrity=integrity, out=out)
+                         window=window, integrity=integrity, out=write_to)
     if result.completed and not keep_parts:
         shutil.rmtree(workdir, ignore_errors=True)
     if failed is not None:
-        where = (" ; partial results in %s/" % out) if out is not None else ""
+        if out is None:
+            where = ""
+        elif write_to is None:
+            where = " ; no worker recorded anything, %s/ left as it was (worker logs in %s/)" % (out, workdir)
+        else:
+            where = " ; partial results in %s/" % out
         raise WallRunError("%s%s" % (outcome.error, where))
     if outcome.interrupted:
         raise KeyboardInterrupt

@@ -196,15 +196,15 @@ def lids_of_scenario(scn: Scenario) -> dict[str, int]:
 # ---------------------------------------------------------------- the commands
 
 def _live_fabric(run_dir: str | Path) -> Fabric:
-    """The running emulation's fabric as its controller built it (parts/scenario.pickle)."""
-    import pickle
-
+    """The running emulation's fabric as its controller built it, from the scenario it
+    handed its workers (``parts/scenario.json``: data only, :mod:`.handover`)."""
     from ..build import build_fabric
-    path = Path(run_dir) / "parts" / "scenario.pickle"
+    from .handover import SCENARIO_FILE, read_scenario
+    path = Path(run_dir) / "parts" / SCENARIO_FILE
     if not socket_path(run_dir).exists() or not path.exists():
         raise UserError("%s: no running emulation here (start one with "
                         "`ibemu run SCENARIO --clock wall --out %s`)" % (run_dir, run_dir))
-    return build_fabric(pickle.loads(path.read_bytes()))
+    return build_fabric(read_scenario(path))
 
 
 def _resolve(fabric: Fabric, target: str) -> tuple[str, int]:

@@ -15,7 +15,17 @@ writes ``{"event": "ready"}`` once its sockets are bound, then ``progress`` line
 ``error`` at the end;
 it reads ``{"cmd": "start", "start_at": EPOCH}`` and ``{"cmd": "stop"}``, and
 ``{"cmd": "mad", ...}`` (a live management request, :mod:`.mgmt`; answered with
-``{"event": "mad", ...}``).  End of input
+``{"event": "mad", ...}``).  Every line is one JSON object (a dict), so a message can
+carry more keys without breaking a reader that does not know them.
+
+Heartbeat (issue 14 Deliver 3): from its first moment a worker writes
+``{"event": "heartbeat", "state": S}`` every :data:`HEARTBEAT_INTERVAL` s (S: building,
+ready, running, finishing), from a thread of its own (:class:`Heartbeat`).  While the
+emulation runs, the thread only beats when the trio loop has turned since the last beat,
+so a loop that is stuck (a deadlock, a task that never yields) falls silent like a
+stopped process; the controller's watchdog (:mod:`.workers`) notices either.  An
+unexpected exception is sent as ``{"event": "error", "message": "<Type>: <reason>"}``
+(the innermost one of an exception group) before the traceback goes to stderr.  End of input
 (the controller is gone) stops it too, and on Linux it also asks the kernel to kill it
 when its parent dies, so no worker outlives its controller.
 """
@@ -25,6 +35,7 @@ import gc
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -104,18 +115,27 @@ def _nice() -> int | None:
         return None
 
 
+HEARTBEAT_INTERVAL = 0.5
+"""Wall seconds between a worker's heartbeats (the controller's bound is several times this)."""
+
+
 class Control:
-    """The control channel's worker end: JSON lines on stdout / from stdin."""
+    """The control channel's worker end: JSON lines on stdout / from stdin (one writer
+    at a time: the heartbeat thread writes too, hence one lock for every instance)."""
+
+    lock = threading.Lock()
 
     def __init__(self) -> None:
         self.out = sys.stdout
 
     def send(self, **msg: Any) -> None:
-        try:
-            self.out.write(json.dumps(msg) + "\n")
-            self.out.flush()
-        except (BrokenPipeError, ValueError):
-            pass
+        line = json.dumps(msg) + "\n"
+        with self.lock:
+            try:
+                self.out.write(line)
+                self.out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass
 
     @staticmethod
     def read_line() -> dict[str, Any] | None:
@@ -128,6 +148,52 @@ class Control:
             return msg
         except ValueError:
             return {"cmd": "?", "text": line.strip()}
+
+
+class Heartbeat:
+    """Sends ``{"event": "heartbeat", "state": ...}`` every *interval* s from a daemon
+    thread.  In state ``running`` it beats only when :attr:`tick` moved since the last
+    beat (the trio loop bumps it, :func:`_main`), so a stuck loop goes silent."""
+
+    def __init__(self, ctl: Control, interval: float = HEARTBEAT_INTERVAL) -> None:
+        self.ctl = ctl
+        self.interval = interval
+        self.state = "building"
+        self.tick = 0
+        self._seen = -1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> Heartbeat:
+        self.ctl.send(event="heartbeat", state=self.state)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def beat(self) -> bool:
+        """One beat, when due (see the class text); whether it was sent."""
+        if self.state == "running":
+            tick = self.tick
+            if tick == self._seen:
+                return False
+            self._seen = tick
+        self.ctl.send(event="heartbeat", state=self.state)
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+
+
+def describe_error(e: BaseException) -> str:
+    """``Type: reason`` of *e*, or of the first innermost exception of an exception
+    group (trio wraps a task's error in one or two)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    text = str(e)
+    return "%s: %s" % (type(e).__name__, text) if text else type(e).__name__
 
 
 def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str, int], tuple[str, int]],
@@ -145,8 +211,23 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
     record (digests in hex) in the part as ``integrity``."""
     ctl = Control() if control else None
-    if control:
-        _die_with_parent(parent)
+    beat = Heartbeat(ctl).start() if ctl is not None else None
+    try:
+        if control:
+            _die_with_parent(parent)
+        return _run_worker(scn, node_names, amap, dilation, ctl, beat, part=part, pcap=pcap,
+                           start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
+                           faults_until=faults_until, integrity=integrity)
+    finally:
+        if beat is not None:
+            beat.stop()
+
+
+def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str, int], tuple[str, int]],
+                dilation: float, ctl: Control | None, beat: Heartbeat | None, *, part: str | Path | None,
+                pcap: str | Path | None, start_at: float | None, drop_link_every: int, realtime: bool,
+                faults_until: int | None, integrity: bool) -> dict[str, Any]:
+    """:func:`run_worker` once the control channel and its heartbeat run."""
     scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
     fabric = build_fabric(scn, metrics)
@@ -173,6 +254,8 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     stopped = False
     try:
         if ctl is not None:
+            if beat is not None:
+                beat.state = "ready"
             ctl.send(event="ready", pid=os.getpid())
             msg = ctl.read_line()
             if msg is None or msg.get("cmd") != "start":
@@ -188,9 +271,13 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
             gc.freeze()
             gc.disable()
             try:
-                stopped = trio.run(_main, loop, nodes, start_at, ctl)
+                if beat is not None:
+                    beat.state = "running"
+                stopped = trio.run(_main, loop, nodes, start_at, ctl, beat)
             finally:
                 gc.enable()
+                if beat is not None:
+                    beat.state = "finishing"
     finally:
         loop.close()
         if capture is not None:
@@ -220,7 +307,8 @@ def _rcvbuf(node: Node, port: int) -> int:
     return rcvbuf_bytes(node.ports[port])
 
 
-async def _main(loop: NodeLoop, nodes: list[Node], start_at: float, ctl: Control | None) -> bool:
+async def _main(loop: NodeLoop, nodes: list[Node], start_at: float, ctl: Control | None,
+                beat: Heartbeat | None = None) -> bool:
     """Run the loop from the agreed instant; True when stopped before the end."""
     t0 = trio.current_time() + (start_at - time.time())
     stop = trio.Event()
@@ -246,10 +334,17 @@ async def _main(loop: NodeLoop, nodes: list[Node], start_at: float, ctl: Control
             if loop.t0 is not None and trio.current_time() >= loop.t0:
                 ctl.send(event="progress", t=loop.now_ps)
 
+    async def turn(beat: Heartbeat) -> None:        # the loop is alive: the heartbeat may beat
+        while True:
+            beat.tick += 1
+            await trio.sleep(beat.interval / 4)
+
     async with trio.open_nursery() as nursery:
         if ctl is not None:
             nursery.start_soon(watch_stdin, ctl)
             nursery.start_soon(report, ctl)
+        if beat is not None:
+            nursery.start_soon(turn, beat)
         with trio.CancelScope() as scope:
             async def stopper() -> None:
                 await stop.wait()

@@ -6,6 +6,13 @@ Control channel: JSON lines on the worker's stdin (commands) and stdout (events)
 live-management socket (:class:`~.mgmt.Endpoint`) with one selector, so that a worker
 that dies is noticed at once (its pipe closes; the pool also polls every 0.1 s).
 
+Watchdog (issue 14 Deliver 3): every line a worker writes (it sends a heartbeat every
+0.5 s, :mod:`.worker`) renews it; a worker that has said something and then stays
+silent for longer than the pool's *watchdog* bound (default :data:`WATCHDOG`; ``ibemu
+run --clock wall --watchdog S``) is reported like a worker that died -- by name, with
+its process state (``T (stopped)`` for SIGSTOP) and the last state it reported -- and
+killed at once; the others are stopped and the partial outputs written.
+
 No orphans: workers run in their own session (a terminal's Ctrl-C reaches only the
 controller, which stops them in order), stop when their control pipe closes, are killed
 by the kernel if the controller dies (PR_SET_PDEATHSIG, :mod:`.worker`), and
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -35,6 +43,10 @@ READY_TIMEOUT = 60.0
 """Wall seconds the workers have to build their fabric and bind their sockets."""
 STOP_GRACE = 5.0
 """Wall seconds a worker has to write its part after ``stop`` before it is killed."""
+
+WATCHDOG = 5.0
+"""Wall seconds a worker may stay silent (no heartbeat, no other line) before it is
+reported as hung (several heartbeat intervals: a loaded machine delays some beats)."""
 
 Message = dict[str, Any]
 """One control line, decoded."""
@@ -60,6 +72,12 @@ class Worker:
     t: int = 0                          # emulated ps reached (progress lines)
     data: dict[str, Any] | None = None  # the worker's part, from its "done" message
     messages: list[Message] = field(default_factory=list)   # "error" and "mad" lines
+    last_seen: float = field(default_factory=time.monotonic)  # when it last wrote a line
+    heard: bool = False                 # it wrote a line (the watchdog applies from then)
+    state: str = "starting"             # what its heartbeats last said
+    silent: float | None = None         # the watchdog fired: seconds it had been silent
+    bound: float | None = None          # ... with this bound
+    hang_state: str = ""                # ... and its process state then (process_state())
 
     def label(self) -> str:
         names = ", ".join(self.nodes[:6]) + (", ..." if len(self.nodes) > 6 else "")
@@ -79,6 +97,11 @@ class Worker:
     def error_text(self) -> str:
         """Exit status and the last line of its error output."""
         rc = self.proc.poll()
+        if self.silent is not None:
+            return "sent no heartbeat for %.1f s (bound %.1f s, --watchdog): process state %s; " \
+                   "last reported state %s%s" % (
+                       self.silent, self.bound or 0.0, self.hang_state, self.state,
+                       " at %.3f ms emulated" % (self.t / 1e9) if self.t else "")
         if rc is None:
             status = "stopped answering"
         elif rc < 0:
@@ -91,11 +114,12 @@ class Worker:
         for m in self.messages:
             if m.get("event") == "error":
                 return "%s: %s" % (status, m.get("message"))
-        try:
-            lines = [ln for ln in self.errfile.read_text(errors="replace").splitlines() if ln.strip()]
-        except OSError:
-            lines = []
-        return status + (": " + lines[-1].strip() if lines else "")
+        line = last_error_line(self.errfile)
+        return status + (": " + line if line else "")
+
+    def process_state(self) -> str:
+        """Its state as Linux shows it (``T (stopped)``), or ``unknown``."""
+        return process_state(self.proc.pid)
 
     def read(self) -> None:
         """Read what its stdout has (non-blocking) and take in the whole lines."""
@@ -111,13 +135,20 @@ class Worker:
             return
         self.buf += chunk
         *lines, self.buf = self.buf.split(b"\n")
+        if lines:
+            self.last_seen = time.monotonic()
+            self.heard = True
         for line in lines:
             try:
                 msg = json.loads(line)
             except ValueError:
                 continue
+            if not isinstance(msg, dict):
+                continue
             ev = msg.get("event")
-            if ev == "error":
+            if ev == "heartbeat":
+                self.state = str(msg.get("state", self.state))
+            elif ev == "error":
                 self.messages.append(msg)
             elif ev == "ready":
                 self.ready = True
@@ -135,6 +166,40 @@ class Worker:
         for m in answers:
             self.messages.remove(m)
         return answers
+
+
+_STATES = {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "tracing stop",
+           "Z": "zombie", "X": "dead", "I": "idle"}
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat with its meaning, e.g. ``T (stopped)``."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            letter = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return "unknown"
+    return "%s (%s)" % (letter, _STATES.get(letter, "?"))
+
+
+_BOX = re.compile(r"^[\s|+\-]*")
+_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
+def last_error_line(errfile: Path) -> str:
+    """The last meaningful line of a worker's error output: a traceback's final
+    ``Type: reason`` line, also inside the box an exception group is printed in (its
+    ``|`` margins and ``+---`` borders are not errors)."""
+    try:
+        text = errfile.read_text(errors="replace")
+    except OSError:
+        return ""
+    lines = [_BOX.sub("", ln).strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("^") and not set(ln) <= set("~^ ")]
+    errors = [ln for ln in lines if _ERROR.match(ln) and not ln.startswith(("ExceptionGroup", "BaseExceptionGroup"))]
+    if errors:
+        return errors[-1]
+    return lines[-1] if lines else ""
 
 
 def package_root() -> str:
@@ -175,7 +240,9 @@ def reap(workers: Iterable[Worker], grace: float) -> None:
     """Stop every worker: ask, wait up to *grace* s, then SIGKILL its group; reap all."""
     workers = list(workers)
     for w in workers:
-        if w.proc.poll() is None:
+        if w.proc.poll() is None and w.silent is not None:      # hung: it would not answer
+            _kill(w)
+        elif w.proc.poll() is None:
             w.send(cmd="stop")
     deadline = time.monotonic() + grace
     for w in workers:
@@ -185,10 +252,7 @@ def reap(workers: Iterable[Worker], grace: float) -> None:
             time.sleep(0.02)
     for w in workers:
         if w.proc.poll() is None:
-            try:
-                os.killpg(w.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                w.proc.kill()
+            _kill(w)
         w.proc.wait()
         for s in (w.proc.stdin, w.proc.stdout):
             try:
@@ -198,13 +262,22 @@ def reap(workers: Iterable[Worker], grace: float) -> None:
                 pass
 
 
+def _kill(w: Worker) -> None:
+    """SIGKILL the worker's process group (a stopped process dies of it too)."""
+    try:
+        os.killpg(w.proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        w.proc.kill()
+
+
 class WorkerPool:
     """The workers of one run and the selector over their control pipes (and the
     live-management socket).  Use as a context manager: leaving it closes the selector
     and the socket and kills and reaps any worker still alive."""
 
-    def __init__(self, workdir: Path, args: Sequence[str], pcap: bool) -> None:
+    def __init__(self, workdir: Path, args: Sequence[str], pcap: bool, watchdog: float = WATCHDOG) -> None:
         self.workdir = workdir
+        self.watchdog = watchdog
         self.args = list(args)
         self.pcap = pcap
         self.env = worker_env()
@@ -235,7 +308,8 @@ class WorkerPool:
             self.mgmt = None
 
     def pump(self, timeout: float) -> Worker | None:
-        """Read control messages; return a worker that died (None: all fine)."""
+        """Read control messages; return a worker that died or that the watchdog found
+        silent for longer than :attr:`watchdog` (None: all fine)."""
         mgmt = self.mgmt
         for key, _ in self.sel.select(timeout):
             w = key.data
@@ -260,6 +334,11 @@ class WorkerPool:
                     except subprocess.TimeoutExpired:
                         pass
                     return w
+        now = time.monotonic()
+        for w in self.workers:
+            if w.heard and not w.done and not w.closed and now - w.last_seen > self.watchdog:
+                w.silent, w.bound, w.hang_state = now - w.last_seen, self.watchdog, w.process_state()
+                return w
         return None
 
     def wait_ready(self, stopped: Callable[[], bool]) -> Worker | None:
