@@ -238,6 +238,8 @@ def parse_dilation(text: Any) -> float:
         raise ValueError("expected a number, got %r" % text) from None
     if not math.isfinite(v):
         raise ValueError("must be a finite number, got %r" % text)
+    if v <= 0:
+        raise ValueError("must be positive, got %r" % text)
     if not MIN_DILATION <= v <= MAX_DILATION:
         raise ValueError("must be between %g and %g (wall seconds per emulated second; below 1 the "
                          "workers cannot keep up, above 10^6 nothing is gained), got %r"

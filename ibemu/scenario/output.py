@@ -15,7 +15,7 @@ __all__ = ["OUTPUT_KEYS", "SERIES_PER_DIRECTION", "SERIES_PER_FLOW", "BIN_BYTES"
            "parse_output", "bins_memory", "check_memory", "format_bytes"]
 
 # The time bins ibemu.results.metrics.Metrics allocates up front (issue 8 item 8): one
-# int64 per bin in 3 series per link direction (bytes, packets, busy time) and 6 per flow
+# int64 per bin in 3 series per link direction (all bytes, data bytes, data packets) and 6 per flow
 # (2 sent, 4 received); tests/test_hardening_inputs.py measures them against this figure.
 SERIES_PER_DIRECTION = 3
 SERIES_PER_FLOW = 6
