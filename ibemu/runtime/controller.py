@@ -36,7 +36,6 @@ from ..fabric.network import Fabric
 from ..errors import UserError
 from ..results import Progress
 from ..scenario import Scenario
-from ..units import parse_dilation
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 from .addrmap import assign, port_keys, write_map
@@ -79,12 +78,15 @@ class StopSignals:
 
 
 def _check(dilation: float, workers: int, port_base: int, pcap: str | Path | None) -> None:
-    try:
-        parse_dilation(dilation)            # finite, within the range ibemu.units justifies (issue 14)
-    except ValueError as e:
-        raise UserError("--dilation %s" % e) from None
+    if not dilation or dilation <= 0:
+        raise UserError("--dilation must be positive, got %r" % dilation)
     if workers < 1:
         raise UserError("--workers must be at least 1, got %d" % workers)
+    from ..units import parse_dilation      # finite, in the range ibemu.units justifies (issue 14)
+    try:
+        parse_dilation(dilation)
+    except ValueError as e:
+        raise UserError("--dilation %s" % e) from None
     if not 1024 <= port_base <= 65535:
         raise UserError("--port-base must be in 1024..65535, got %d" % port_base)
     if pcap:
