@@ -52,7 +52,7 @@ def _cmd_run(args) -> int:
         value = getattr(args, key, None)
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
-    scn = load_scenario(source, overrides)
+    scn = load_scenario(source, overrides, memory_limit=args.max_memory)
     if args.no_plots:
         scn.output.plots = False
     from .atomic import prepare_outputs     # issue 14: parents made, a wrong path one line, on both clocks
@@ -60,12 +60,48 @@ def _cmd_run(args) -> int:
     if args.clock == "wall":
         from .runtime.commands import cmd_run_wall
         return cmd_run_wall(args, scn)
-    out = args.out or "runs/%s" % scn.name
+    out = args.out or default_out(scn.name)
     result = run_virtual(scn, out_dir=out, pcap=args.pcap,
                          progress=False if args.quiet else None)
     if not args.quiet:
         print_summary(result)
     return 0
+
+
+def default_out(name: str) -> str:
+    """``runs/<name>``, the default output folder, which a name can never steer outside
+    runs/ (issue 14 Deliver 5; the scenario loader already refuses such names)."""
+    runs = Path("runs").resolve()
+    out = (runs / name).resolve()
+    if out.parent != runs:
+        raise UserError("scenario name %r would put the output folder outside runs/: give --out" % name)
+    return "runs/%s" % name
+
+
+def _memory(text: str) -> int | None:
+    """--max-memory: a size such as "8GiB", or "none" for no limit."""
+    from .units import parse_bytes
+    if text.strip().lower() in ("none", "unlimited"):
+        return None
+    try:
+        n = parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError("must be positive, got %r" % text)
+    return n
+
+
+def _finite_float(text: str) -> float:
+    """A finite float (--loss, --duplicate, --reorder, --corrupt: probabilities)."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number, got %r" % text) from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError("must be a finite number, got %r" % text)
+    return v
 
 
 def _cmd_reproduce(args) -> int:
@@ -87,6 +123,11 @@ def _cmd_ccconfig(args) -> int:
     from .runtime.mgmt import live_ccconfig
     print(live_ccconfig(args.run, args.op, args.target, args.values, cc_key=args.cckey, via=args.via))
     return 0
+
+
+def _default_limit() -> int:
+    from .scenario.output import DEFAULT_MEMORY_LIMIT
+    return DEFAULT_MEMORY_LIMIT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,11 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, help="override scenario.seed")
     r.add_argument("--duration", help='override scenario.duration, e.g. "5ms"')
     fa = r.add_argument_group("link faults on every link (the scenario's [faults] table)")
-    fa.add_argument("--loss", type=float, metavar="P", help="probability a frame is lost, e.g. 0.05")
-    fa.add_argument("--duplicate", type=float, metavar="P", help="probability a frame is duplicated")
-    fa.add_argument("--reorder", type=float, metavar="P", help="probability a frame is held back")
+    fa.add_argument("--loss", type=_finite_float, metavar="P", help="probability a frame is lost, e.g. 0.05")
+    fa.add_argument("--duplicate", type=_finite_float, metavar="P", help="probability a frame is duplicated")
+    fa.add_argument("--reorder", type=_finite_float, metavar="P", help="probability a frame is held back")
     fa.add_argument("--reorder-depth", type=int, metavar="N", help="frames that may overtake it (default 3)")
-    fa.add_argument("--corrupt", type=float, metavar="P", help="probability one bit of a frame flips")
+    fa.add_argument("--corrupt", type=_finite_float, metavar="P", help="probability one bit of a frame flips")
+    r.add_argument("--max-memory", type=_memory, metavar="SIZE", default=_default_limit(),
+                   help="the most memory the time bins may take, e.g. 8GiB, or none (default %dGiB)"
+                        % (_default_limit() >> 30))
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     from .runtime.commands import add_fidelity_parser, add_node_parser, add_wall_options

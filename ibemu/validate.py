@@ -6,7 +6,8 @@ A :class:`Checker` carries the file label and the ``--set`` overrides applied so
 <reason>`` (with `` (from --set k=v)`` when an override wrote that key).  The functions
 check one value each and return it: :func:`table` (known and required keys),
 :func:`tables` (an array of tables), :func:`string`, :func:`integer`, :func:`boolean`,
-:func:`identifier` (a node or link name); :func:`suggest`, :func:`known` and
+:func:`identifier` (a node or link name), :func:`name` (a flow, group or scenario
+name); :func:`finite_values` checks every number of a raw scenario; :func:`suggest`, :func:`known` and
 :func:`unknown_node` word the "did you mean" hints.
 
 Bottom layer: imports only :mod:`ibemu.errors` and :mod:`ibemu.units`.
@@ -14,6 +15,7 @@ Bottom layer: imports only :mod:`ibemu.errors` and :mod:`ibemu.units`.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -22,7 +24,7 @@ from .errors import UserError
 from .units import describe
 
 __all__ = ["ScenarioError", "Checker", "AnyKeys", "describe", "join", "suggest", "known", "unknown_node",
-           "table", "tables", "string", "integer", "boolean", "identifier", "merged"]
+           "table", "tables", "string", "integer", "boolean", "identifier", "name", "finite_values", "merged"]
 
 T = TypeVar("T")
 
@@ -158,15 +160,63 @@ def boolean(ctx: Checker, path: str, v: Any) -> bool:
     return v
 
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+# ASCII letters and digits only (re.ASCII: \w and \d would take any script's), matched
+# to the end of the string (fullmatch: "$" also matches before a final newline).
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", re.ASCII)
+MAX_NAME = 128
 
 
 def identifier(ctx: Checker, path: str, v: Any) -> str:
-    """*v* as a node or link name: letters, digits, '_', '-', '.' (no ':' or spaces)."""
+    """*v* as a node or link name: ASCII letters, digits, '_', '-', '.' (no ':' or spaces,
+    no '..'), at most MAX_NAME characters."""
     s = string(ctx, path, v)
-    if not _NAME_RE.match(s):
-        raise ctx.err(path, "bad name %r (letters, digits, '_', '-', '.'; no ':' or spaces)" % s)
+    if not _NAME_RE.fullmatch(s) or ".." in s or len(s) > MAX_NAME:
+        raise ctx.err(path, "bad name %r (up to %d letters, digits, '_', '-', '.'; no ':', spaces or '..')"
+                      % (s, MAX_NAME))
     return s
+
+
+def name(ctx: Checker, path: str, v: Any) -> str:
+    """*v* as a flow, group or scenario name (issue 14 Deliver 5): printable characters
+    (spaces inside allowed), no control or format characters (newlines, NUL, ANSI escapes,
+    bidirectional overrides), no path separators, no '..', not only dots, no leading or
+    trailing space, at most MAX_NAME characters: such a name is safe on a terminal, in a
+    CSV header and as a folder name under runs/."""
+    s = string(ctx, path, v)
+    if not s.strip():
+        raise ctx.err(path, "must not be empty")
+    if len(s) > MAX_NAME:
+        raise ctx.err(path, "longer than %d characters" % MAX_NAME)
+    if not s.isprintable():
+        bad = next(c for c in s if not c.isprintable())
+        raise ctx.err(path, "bad name %r: control character %r (printable characters only)"
+                      % (s, bad))
+    if "/" in s or "\\" in s:
+        raise ctx.err(path, "bad name %r: no path separators ('/' or '\\')" % s)
+    if ".." in s or s.startswith("."):
+        raise ctx.err(path, "bad name %r: must not start with '.' or contain '..'" % s)
+    if s != s.strip():
+        raise ctx.err(path, "bad name %r: no leading or trailing spaces" % s)
+    return s
+
+
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def finite_values(ctx: Checker, v: Any, path: str = "") -> None:
+    """Every float in the raw scenario *v* is finite and every integer fits 64 bits (as
+    TOML requires), or the error names its key (issue 14 Deliver 4: no inf or nan reaches
+    arithmetic, no OverflowError)."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            finite_values(ctx, x, join(path, k))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            finite_values(ctx, x, join(path, i))
+    elif isinstance(v, float) and not math.isfinite(v):
+        raise ctx.err(path or None, "must be a finite number, got %r" % v)
+    elif isinstance(v, int) and not isinstance(v, bool) and not INT64[0] <= v <= INT64[1]:
+        raise ctx.err(path or None, "integer out of the 64-bit range (TOML integers are 64-bit)")
 
 
 def merged(entry: Mapping[str, Any], epath: str, defaults: Mapping[str, Any], dpath: str,

@@ -26,6 +26,7 @@ from .latency import Times, completion_time, join
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
 
+_ZERO = (0,)
 Bins: TypeAlias = "array[int]"               # array("q"): one signed 64-bit count per bin
 LinkSeries: TypeAlias = "tuple[Bins, Bins, Bins]"     # all bytes, data bytes, data packets
 FlowTxSeries: TypeAlias = "tuple[Bins, Bins]"         # bytes, packets
@@ -284,7 +285,9 @@ class Metrics(Recorder):
     # the bins filled (+6 MB per worker in 10 minutes of benchmarks/soak_wall.py); an
     # array takes its 8 bytes per bin up front and stays flat (issue 8 item 8).
     def _zeros(self) -> Bins:
-        return array("q", bytes(8 * self._n))
+        # repetition allocates exactly n items (array("q", bytes(8 * n)) over-allocated 1/16
+        # and held a temporary copy): the memory ibemu.scenario.output.bins_memory estimates
+        return array("q", _ZERO) * self._n
 
     def _new_link(self, label: str) -> None:
         self._links[label] = (self._zeros(), self._zeros(), self._zeros())

@@ -32,6 +32,15 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _dilation(text: str) -> float:
+    """--dilation: finite, in [MIN_DILATION, MAX_DILATION] (issue 14; reasons in ibemu.units)."""
+    from ..units import parse_dilation
+    try:
+        return parse_dilation(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -60,7 +69,7 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
     p.add_argument("--workers", type=_positive_int, default=None,
                    help="wall clock: worker processes (default: the number of cores, %d here)"
                         % (os.cpu_count() or 1))
-    p.add_argument("--dilation", type=_positive_float, default=DEFAULT_DILATION,
+    p.add_argument("--dilation", type=_dilation, default=DEFAULT_DILATION,
                    help="wall clock: wall seconds per emulated second (default %d)" % DEFAULT_DILATION)
     p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
                    help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
@@ -138,7 +147,7 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--place", action="append", metavar="NODES=HOST",
                    help="with --make-map: these comma-separated nodes use HOST (default 127.0.0.1)")
     n.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE)
-    n.add_argument("--dilation", type=_positive_float, default=DEFAULT_DILATION)
+    n.add_argument("--dilation", type=_dilation, default=DEFAULT_DILATION)
     n.add_argument("--start-at", help="start instant: Unix time in seconds, or +N (N s from now); "
                                       "every host must be given the same")
     n.add_argument("--out", help="write this part's results (JSON) into this folder")

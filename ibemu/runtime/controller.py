@@ -93,6 +93,11 @@ def _check(dilation: float, workers: int, port_base: int, pcap: str | Path | Non
         raise UserError("--watchdog must be between %g and %g seconds, got %r" % (MIN_WATCHDOG, MAX_WATCHDOG, watchdog))
     if workers < 1:
         raise UserError("--workers must be at least 1, got %d" % workers)
+    from ..units import parse_dilation      # finite, in the range ibemu.units justifies (issue 14)
+    try:
+        parse_dilation(dilation)
+    except ValueError as e:
+        raise UserError("--dilation %s" % e) from None
     if not 1024 <= port_base <= 65535:
         raise UserError("--port-base must be in 1024..65535, got %d" % port_base)
     if pcap:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..fabric.params import FlowSpec
 from ..units import describe, format_time, parse_bytes, parse_rate, parse_time
-from ..validate import Checker, integer, join, string, table, tables, unknown_node
+from ..validate import Checker, integer, join, name, string, table, tables, unknown_node
 from .model import LinkSpec
 from .nodes import pkey
 
@@ -48,9 +48,7 @@ def parse_flows(ctx: Checker, entries: Any, nodes: dict[str, str], links: list[L
             return "%s.%s" % (path, k)
 
         table(ctx, path, f, FLOW_KEYS, ("src", "dst"))
-        nm = string(ctx, p("name"), f.get("name", "flow%d" % i))
-        if not nm:
-            raise ctx.err(p("name"), "must not be empty")
+        nm = name(ctx, p("name"), f.get("name", "flow%d" % i))
         if nm in names:
             raise ctx.err(p("name"), "duplicate flow name %r (also %s)" % (nm, names[nm]))
         names[nm] = path
@@ -119,8 +117,6 @@ def parse_flows(ctx: Checker, entries: Any, nodes: dict[str, str], links: list[L
         if "pkey" in f:
             fl.pkey = pkey(ctx, p("pkey"), f["pkey"])
         if "group" in f:
-            fl.group = string(ctx, p("group"), f["group"])
-            if not fl.group:
-                raise ctx.err(p("group"), "must not be empty")
+            fl.group = name(ctx, p("group"), f["group"])
         flows.append(fl)
     return flows

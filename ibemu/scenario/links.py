@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..fabric.params import LinkParams
-from ..units import parse_rate, parse_time
+from ..units import ascii_digits, parse_rate, parse_time
 from ..validate import Checker, identifier, join, merged, string, table, tables, unknown_node
 from .model import LinkSpec
 
@@ -60,7 +60,7 @@ def parse_links(ctx: Checker, entries: Any, nodes: dict[str, str], where: dict[s
                 raise ctx.err(epath, "a link cannot connect %r to itself" % node)
             pnum = None
             if port:
-                if not port.isdigit():
+                if not ascii_digits(port):
                     raise ctx.err(epath, "cannot read port %r (expected node or node:port)" % port)
                 pnum = int(port)
                 if nodes[node] == "hca" and pnum != 1:

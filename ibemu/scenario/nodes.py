@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..fabric.params import HCAParams, SwitchParams, VLArbTable
-from ..units import parse_bytes, parse_size, parse_time
+from ..units import ascii_digits, parse_bytes, parse_size, parse_time
 from ..validate import (
     AnyKeys,
     Checker,
@@ -58,7 +58,7 @@ def _vlarb_list(ctx: Checker, lpath: str, entries: Any, data_vls: int) -> list[t
         pairs = []
         for tok in entries.replace(",", " ").split():
             a, sep, b = tok.partition(":")
-            if not sep or not a.strip().isdigit() or not b.strip().isdigit():
+            if not sep or not ascii_digits(a.strip()) or not ascii_digits(b.strip()):
                 raise ctx.err(lpath, "cannot read %r (expected VL:weight pairs such as \"0:1 1:20 2:40\")" % tok)
             pairs.append([int(a), int(b)])
         entries = pairs
@@ -125,7 +125,7 @@ def switch_params(ctx: Checker, items: Items, max_mtu: int) -> SwitchParams:
                     p.sl2vl = _sl2vl_row(ctx, kp, row, p.data_vls)
                     continue
                 a, sep, b = k.partition(":")
-                if not (b if sep else a).isdigit() or (sep and not a.isdigit()):
+                if not ascii_digits(b if sep else a) or (sep and not ascii_digits(a)):
                     raise ctx.err(kp, "expected \"default\", an output port \"5\" or an input:output "
                                       "pair \"1:5\"")
                 key = (int(a), int(b)) if sep else (None, int(a))
@@ -256,7 +256,7 @@ def switch_port_tables(ctx: Checker, sraw: list[dict[str, Any]], switches: list[
             lft: dict[int, int] = {}
             for k, v in table(ctx, path + ".lft", s["lft"], AnyKeys()).items():
                 kp = "%s.lft.%s" % (path, k)
-                lid = int(k) if k.isdigit() else lid_of.get(k)
+                lid = int(k) if ascii_digits(k) else lid_of.get(k)
                 if lid is None or lid not in lid_of.values():
                     raise ctx.err(kp, "no HCA has LID or name %r" % k)
                 port = integer(ctx, kp, v, 1, 254)
@@ -267,7 +267,7 @@ def switch_port_tables(ctx: Checker, sraw: list[dict[str, Any]], switches: list[
             sw.lft = lft
         for k, v in table(ctx, path + ".port_buffers", s.get("port_buffers", {}), AnyKeys()).items():
             kp = "%s.port_buffers.%s" % (path, k)
-            if not k.isdigit() or int(k) not in conn:
+            if not ascii_digits(k) or int(k) not in conn:
                 raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, known(conn, 99)))
             nbytes = ctx.conv(kp, parse_bytes, v)
             if nbytes < max_mtu:
@@ -275,12 +275,12 @@ def switch_port_tables(ctx: Checker, sraw: list[dict[str, Any]], switches: list[
             sw.params.port_buffers[int(k)] = nbytes
         for k, v in table(ctx, path + ".port_pkeys", s.get("port_pkeys", {}), AnyKeys()).items():
             kp = "%s.port_pkeys.%s" % (path, k)
-            if not k.isdigit() or int(k) not in conn:
+            if not ascii_digits(k) or int(k) not in conn:
                 raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, known(conn, 99)))
             sw.params.port_pkeys[int(k)] = pkey_table(ctx, kp, v)
         for k, v in table(ctx, path + ".port_vlarb", s.get("port_vlarb", {}), AnyKeys()).items():
             kp = "%s.port_vlarb.%s" % (path, k)      # a port's own VL arbitration table
-            if not k.isdigit() or int(k) not in conn:
+            if not ascii_digits(k) or int(k) not in conn:
                 raise ctx.err(kp, "switch %r has no link on port %s (linked: %s)" % (sw.name, k, known(conn, 99)))
             sw.params.port_vlarb[int(k)] = vlarb_table(ctx, {"vlarb": (v, kp)}, sw.params.data_vls)
         for (pin, pout) in sw.params.port_sl2vl:     # per-port SL-to-VL tables name linked ports

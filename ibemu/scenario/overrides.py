@@ -12,7 +12,7 @@ from ..validate import Checker, ScenarioError, join
 
 __all__ = ["apply_overrides"]
 
-_OVR_PART = re.compile(r"^([A-Za-z0-9_\-]+)((?:\[\d+\])*)$")
+_OVR_PART = re.compile(r"([A-Za-z0-9_\-]+)((?:\[[0-9]+\])*)")       # ASCII digits only
 
 
 def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], label: str = "<overrides>",
@@ -33,11 +33,11 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], label: str = 
             raise bad("expected key.path=value, e.g. template.L=10")
         tokens: list[str | int] = []
         for part in key.split("."):
-            m = _OVR_PART.match(part)
+            m = _OVR_PART.fullmatch(part)
             if not m:
                 raise bad("cannot read key path %r (expected e.g. scenario.duration or flow[0].window)" % key)
             tokens.append(m[1])
-            tokens.extend(int(i) for i in re.findall(r"\d+", m[2]))
+            tokens.extend(int(i) for i in re.findall(r"[0-9]+", m[2]))
         try:
             parsed = tomllib.loads("v = " + val)
             value = parsed["v"] if list(parsed) == ["v"] else val.strip()
@@ -48,7 +48,7 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], label: str = 
         for i, tok in enumerate(tokens):
             last = i == len(tokens) - 1
             if isinstance(node, list):
-                if isinstance(tok, str) and tok.isdigit():
+                if isinstance(tok, str) and tok.isascii() and tok.isdigit():
                     tok = int(tok)
                 if not isinstance(tok, int):
                     raise bad("%s is an array; index it as %s[0]" % (path, path))

@@ -8,7 +8,9 @@ line ``<file>: <key.path>: <reason>``.
 from __future__ import annotations
 
 import copy
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +18,8 @@ from typing import Any
 
 from ..fabric.params import HCAParams
 from ..units import format_time, parse_time
-from ..validate import Checker, ScenarioError, integer, merged, string, table, tables
+from ..validate import Checker, ScenarioError, finite_values, integer, merged, table, tables
+from ..validate import name as check_name
 from .cc import parse_cc_table
 from .faults import parse_faults
 from .flows import parse_flows
@@ -32,28 +35,65 @@ from .nodes import (
     switch_params,
     switch_port_tables,
 )
-from .output import parse_output
+from .output import DEFAULT_MEMORY_LIMIT, check_memory, parse_output
 from .overrides import apply_overrides
 from .templates import apply_template
 
-__all__ = ["TOP_KEYS", "load_scenario", "scenario_from_dict"]
+__all__ = ["TOP_KEYS", "MAX_FILE", "load_scenario", "read_scenario_file", "scenario_from_dict"]
 
 TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc", "faults")
+MAX_FILE = 16 * 2**20       # a scenario file is a few KiB; a larger one is a mistake, not read into memory
+
+_KINDS = ((stat.S_ISDIR, "is a directory, not a scenario file"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
+          (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
+          (stat.S_ISSOCK, "is a socket"))
 
 
-def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
-    """Read, override ("key.path=value" strings), expand and validate a TOML scenario."""
+def _not_regular(mode: int) -> str:
+    """Why a file of *mode* is no scenario file (issue 14 Deliver 8)."""
+    for test, what in _KINDS:
+        if test(mode):
+            return what + ", not a regular file"
+    return "is not a regular file"
+
+
+def read_scenario_file(path: str | Path) -> bytes:
+    """The bytes of a scenario file: a regular file only, checked with os.stat before it
+    is opened, and opened non-blocking and checked again (fstat) so that a FIFO or device
+    swapped in meanwhile cannot block the read (issue 14 Deliver 8); at most MAX_FILE bytes."""
     label = str(path)
     try:
-        data = Path(path).read_bytes()
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScenarioError(label, None, _not_regular(st.st_mode))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ScenarioError(label, None, _not_regular(st.st_mode))
+            if st.st_size > MAX_FILE:
+                raise ScenarioError(label, None, "%d bytes is too large for a scenario file (at most %d MiB)"
+                                    % (st.st_size, MAX_FILE >> 20))
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                return fh.read(MAX_FILE + 1)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise ScenarioError(label, None, "no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(label, None, "is a directory, not a scenario file") from None
+    except NotADirectoryError:
+        raise ScenarioError(label, None, "no such file (a parent is not a directory)") from None
     except PermissionError:
         raise ScenarioError(label, None, "permission denied") from None
     except OSError as e:
         raise ScenarioError(label, None, "cannot read: %s" % (e.strerror or e)) from None
+
+
+def load_scenario(path: str | Path, overrides: Iterable[str] = (),
+                  memory_limit: int | None = DEFAULT_MEMORY_LIMIT) -> Scenario:
+    """Read, override ("key.path=value" strings), expand and validate a TOML scenario;
+    *memory_limit*: the most bytes its time bins may take (None: no limit)."""
+    label = str(path)
+    data = read_scenario_file(path)
     try:
         raw = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -66,32 +106,40 @@ def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
         m = re.search(r"\s*\(at end of document\)$", msg)
         raise ScenarioError(label, "end of file", msg[:m.start()] if m else msg) from None
     return scenario_from_dict(raw, label=label, source=str(path), name=Path(path).stem,
-                              overrides=overrides)
+                              overrides=overrides, memory_limit=memory_limit)
 
 
 def scenario_from_dict(raw: dict[str, Any], *, label: str = "<scenario>", source: str | None = None,
-                       name: str | None = None, overrides: Iterable[str] = ()) -> Scenario:
-    """Validate a raw TOML-shaped dict (not modified); ``name`` is the default name."""
+                       name: str | None = None, overrides: Iterable[str] = (),
+                       memory_limit: int | None = DEFAULT_MEMORY_LIMIT) -> Scenario:
+    """Validate a raw TOML-shaped dict (not modified); ``name`` is the default name;
+    *memory_limit*: the most bytes the run's time bins may take (None: no limit)."""
     ctx = Checker(label)
     raw = copy.deepcopy(raw)
     had_template = isinstance(raw, dict) and "template" in raw
     apply_overrides(raw, overrides, checker=ctx)
+    finite_values(ctx, raw)             # no inf, nan or beyond-64-bit number reaches arithmetic
     if not had_template and isinstance(raw.get("template"), dict) and "name" not in raw["template"]:
         key = next(iter(raw["template"]), "name")
         raise ctx.err("template.%s" % key, "this scenario has no [template] to set parameters of")
     table(ctx, "", raw, TOP_KEYS)
     if "template" in raw:
         raw = apply_template(ctx, raw)
-    return _build(ctx, raw, name, source)
+    return _build(ctx, raw, name, source, memory_limit)
 
 
-def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: str | None) -> Scenario:
+def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: str | None,
+           memory_limit: int | None) -> Scenario:
     """Validate the sections of an expanded scenario, in the order its errors are reported."""
     # [scenario]
     sc = table(ctx, "scenario", raw.get("scenario", {}), ("name", "duration", "seed"), ("duration",))
-    name = string(ctx, "scenario.name", sc.get("name", default_name or "scenario"))
-    if not name.strip():
-        raise ctx.err("scenario.name", "must not be empty")
+    if "name" in sc:
+        scn_name = check_name(ctx, "scenario.name", sc["name"])
+    else:                               # the file's name; it must make as safe a folder name
+        try:
+            scn_name = check_name(ctx, "scenario.name", default_name or "scenario")
+        except ScenarioError as e:
+            raise ctx.err("scenario.name", e.reason + " (taken from the file name: set scenario.name)") from None
     duration = ctx.conv("scenario.duration", parse_time, sc["duration"])
     if duration <= 0:
         raise ctx.err("scenario.duration", "must be positive")
@@ -120,12 +168,13 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
 
     flows = parse_flows(ctx, raw.get("flow", []), names.kind, links)
     out = parse_output(ctx, raw.get("output", {}), labels, flows)
+    check_memory(ctx, duration, out, len(labels), len(flows), memory_limit)
     cc = parse_cc_table(ctx, raw, names.kind)
     faults = parse_faults(ctx, raw.get("faults"), links)
 
     resolved = copy.deepcopy(raw)
-    resolved["scenario"] = {"name": name, "duration": format_time(duration), "seed": seed}
+    resolved["scenario"] = {"name": scn_name, "duration": format_time(duration), "seed": seed}
     resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
                           "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
-    return Scenario(name=name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
+    return Scenario(name=scn_name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
                     seed=seed, output=out, source=source, resolved=resolved, cc=cc, faults=faults)

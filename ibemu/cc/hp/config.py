@@ -116,8 +116,8 @@ def parse_hp(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> HPSpec
         v = raw["m"]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ctx.err(p("m"), "expected a number greater than 1, got %s" % describe(v))
-        if not v > 1:
-            raise ctx.err(p("m"), "must be greater than 1, got %r" % v)
+        if not 1 < v <= 1024:           # finite and bounded: F(t) = Rmin * m^(t/T) must not overflow
+            raise ctx.err(p("m"), "must be greater than 1 and at most 1024, got %r" % v)
         if s.response == "lipd":
             raise ctx.err(p("m"), "only used with response \"fimd\" or \"aimd\"")
         s.m = float(v)
