@@ -38,7 +38,7 @@ from ..results import Progress
 from ..scenario import Scenario
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
-from .addrmap import assign, port_keys, write_map
+from .addrmap import assign, new_key, port_keys, write_key, write_map
 from .collect import Outcome, WallResult, collect
 from .mgmt import SOCKET_NAME
 from .partition import partition
@@ -179,7 +179,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     :func:`ibemu.fabric.integrity.verify`).  ``result.credit_problems`` lists the
     credits not back to idle at the end (from every worker's ports).  *external*: node
     names no worker runs -- their addresses are in the map (``parts/addresses.toml``),
-    and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer).
+    and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer),
+    with the run's secret from ``parts/key`` (mode 0600).
     """
     workers = workers or os.cpu_count() or 2
     _check(dilation, workers, port_base, pcap)
@@ -193,11 +194,16 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     write_map(mapfile, amap)
     scnfile = workdir / "scenario.pickle"
     scnfile.write_bytes(pickle.dumps(scn))
+    key = new_key()
+    if external:                    # whatever runs the external nodes needs it: owner-only
+        write_key(workdir / "key", key)
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity)
 
     t_wall = time.perf_counter()
     with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap)) as pool:
         pool.spawn(groups)
+        for w in pool.workers:                                  # the run's secret (issue 14)
+            w.send(cmd="key", key=key.hex())
         pool.serve_mgmt(workdir / SOCKET_NAME, fabric)         # <out>/parts/mgmt.sock
         failed = _supervise(pool, scn, stop, dilation, progress, announce)
     outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed)
