@@ -12,6 +12,7 @@ import statistics
 import pytest
 
 from ibemu.build import build_fabric
+from ibemu.fabric.credits import MAX_CAPACITY_BLOCKS
 from ibemu.fabric.params import FlowSpec, HCAParams
 from ibemu.fabric.qp import ACK_SYNDROME, NAK_PSN_SEQ, payload_len, wire_size
 from ibemu.fabric.recorder import Recorder
@@ -45,6 +46,10 @@ def pair(flow, a_params=None, b_params=None, seed=1):
     rec = Rec()
     fab = build_fabric(scn, rec)
     snd, rcv = fab.qps[flow.name]
+    for n in fab.nodes.values():        # the tests play a peer whose buffer takes any grant
+        for port in n.ports.values():   # (credit(): FCCL 2000), not the built one's
+            for tx in port.tx:
+                tx.limit = MAX_CAPACITY_BLOCKS
     return fab.nodes["a"], fab.nodes["b"], snd, rcv, rec, fab
 
 
