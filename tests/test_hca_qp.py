@@ -46,10 +46,6 @@ def pair(flow, a_params=None, b_params=None, seed=1):
     rec = Rec()
     fab = build_fabric(scn, rec)
     snd, rcv = fab.qps[flow.name]
-    for n in fab.nodes.values():        # the tests play a peer whose buffer takes any grant
-        for port in n.ports.values():   # (credit(): FCCL 2000), not the built one's
-            for tx in port.tx:
-                tx.limit = MAX_CAPACITY_BLOCKS
     return fab.nodes["a"], fab.nodes["b"], snd, rcv, rec, fab
 
 
@@ -72,6 +68,9 @@ def data(out):
 
 
 def credit(node, now, fccl=2000, vl=0):
+    """A flow-control packet granting *fccl*: the tests play a peer whose buffer takes
+    any grant up to the largest (issue 14's sanity check: not the built peer's buffer)."""
+    node.ports[1].tx[vl].limit = MAX_CAPACITY_BLOCKS
     node.receive(1, build_link(OP_INIT, 0, vl, fccl), True, now)
 
 
