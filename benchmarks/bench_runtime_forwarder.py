@@ -20,7 +20,15 @@ without real-time scheduling, and the forwarders and the worker all run at nice 
 when allowed.
 
 All three count datagrams received per wall second.  They are interleaved and the best
-of --repeat runs of each is kept.  Usage: python benchmarks/bench_runtime_forwarder.py
+of --repeat runs of each is kept.
+
+The MAC's cost (issue 14 item 1: every datagram carries a BLAKE2b-128 tag, made by the
+sender and checked by the receiver): the same worker code (:func:`ibemu.runtime.worker.run_worker`,
+every node of Figure 2(a), in this process) run side by side with the run's key and
+with :data:`ibemu.runtime.delivery.NO_MAC`, interleaved, best of --repeat each; the
+authenticated figure must stay within 10 % of the unauthenticated one.
+
+Usage: python benchmarks/bench_runtime_forwarder.py
 """
 from __future__ import annotations
 
@@ -35,8 +43,12 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ibemu.build import build_fabric
+from ibemu.runtime.addrmap import assign, new_key, port_keys
 from ibemu.runtime.controller import run_wall
-from ibemu.runtime.worker import raise_priority
+from ibemu.runtime.delivery import NO_MAC
+from ibemu.runtime.sockets import free_port_block
+from ibemu.runtime.worker import raise_priority, run_worker
 from ibemu.scenario.builders import santos_fig1
 
 
@@ -103,6 +115,20 @@ def worker(ms: float) -> tuple[float, int]:
     return w["datagrams_received"] / w["wall_s"], w["datagrams_received"]
 
 
+def worker_mac(ms: float, key: bytes) -> tuple[float, float]:
+    """The worker's datagrams received per wall second and per CPU second of this
+    process (the CPU figure is immune to the other processes of a busy machine), every
+    node in this process, with *key* (NO_MAC: no tags)."""
+    scn = santos_fig1(L=5, R=1, duration_ms=ms, victim=(ms * 0.4, ms * 0.6), name="bench")
+    fab = build_fabric(scn)
+    amap = assign(fab, lambda _n: "127.0.0.1", free_port_block("127.0.0.1", len(port_keys(fab)), 25600))
+    cpu = time.process_time()
+    data = run_worker(scn, list(fab.nodes), amap, 1, start_at=time.time() + 0.3, realtime=False, key=key)
+    cpu = time.process_time() - cpu
+    rt = data["runtime"]
+    return rt["datagrams_received"] / rt["wall_s"], rt["datagrams_received"] / cpu
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -132,6 +158,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("worker / trio.socket forwarder: %.0f %% (best figures), median of the runs %.0f %% "
           "(target >= 40 %%); worker / raw batched: %.0f %%"
           % (100 * w / p, 100 * ratios[len(ratios) // 2], 100 * w / b))
+    # the MAC's cost, side by side
+    with_mac: list[tuple[float, float]] = []
+    without: list[tuple[float, float]] = []
+    for i in range(args.repeat):
+        without.append(worker_mac(args.ms, NO_MAC))
+        with_mac.append(worker_mac(args.ms, new_key()))
+        print("run %d: worker without MAC %7.0f/s (%7.0f per CPU s)   with BLAKE2b-128 MAC %7.0f/s "
+              "(%7.0f per CPU s)" % (i + 1, *without[-1], *with_mac[-1]), flush=True)
+    for what, k in (("wall", 0), ("CPU", 1)):
+        m0, m1 = max(r[k] for r in without), max(r[k] for r in with_mac)
+        print("MAC cost, best figures per %s second: without %8.0f, with %8.0f datagrams: %.1f %% "
+              "(target: within 10 %%)" % (what, m0, m1, 100 * (1 - m1 / m0)))
     return 0
 
 

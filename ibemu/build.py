@@ -141,6 +141,9 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         a, b = nodes[link.a], nodes[link.b]
         wiring[(a, pa)] = (b, pb, lp.propagation)
         wiring[(b, pb)] = (a, pa, lp.propagation)
+        for (x, px), (y, py) in (((a, pa), (b, pb)), ((b, pb), (a, pa))):   # issue 14: FCCL limits
+            for vl, tx in enumerate(x.ports[px].tx):
+                tx.limit = y.ports[py].rx[vl].capacity
         adj.setdefault(link.a, []).append((pa, link.b, lp))
         adj.setdefault(link.b, []).append((pb, link.a, lp))
         link_capacity[label_ab] = lp.rate

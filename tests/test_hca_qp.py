@@ -12,6 +12,7 @@ import statistics
 import pytest
 
 from ibemu.build import build_fabric
+from ibemu.fabric.credits import MAX_CAPACITY_BLOCKS
 from ibemu.fabric.params import FlowSpec, HCAParams
 from ibemu.fabric.qp import ACK_SYNDROME, NAK_PSN_SEQ, payload_len, wire_size
 from ibemu.fabric.recorder import Recorder
@@ -67,6 +68,9 @@ def data(out):
 
 
 def credit(node, now, fccl=2000, vl=0):
+    """A flow-control packet granting *fccl*: the tests play a peer whose buffer takes
+    any grant up to the largest (issue 14's sanity check: not the built peer's buffer)."""
+    node.ports[1].tx[vl].limit = MAX_CAPACITY_BLOCKS
     node.receive(1, build_link(OP_INIT, 0, vl, fccl), True, now)
 
 

@@ -157,7 +157,7 @@ def test_datagrams_from_strangers_are_counted_and_do_not_disturb_the_run(tmp_pat
     assert by_port == {"%s:%d" % k: n for k, n in sent.items()}
     assert rt["bad_datagrams"] == 0 and rt["datagrams_lost"] == 0       # nothing got through
     assert rt["datagrams_sent"] == rt["datagrams_received"]
-    assert "72 datagrams from addresses that are not the port's peer" in format_runtime_line(rt)
+    assert "72 datagrams from addresses that are not the port's peer, 0 forged" in format_runtime_line(rt)
     assert verify(r.integrity) == []                                    # every message, intact
     assert [len(r.integrity["received"][f]) for f in ("f1", "f2")] == [300, 200]
     assert r.credit_problems == []
@@ -230,7 +230,8 @@ def test_a_hostile_peer_cannot_disturb_a_running_emulation(tmp_path):
         bind, to = amap[("X", 1)], amap[("S", px)]
         fuzzer = subprocess.Popen(
             [sys.executable, "-m", "ibemu.runtime.fuzzpeer", "--bind", "%s:%d" % bind, "--to", "%s:%d" % to,
-             "--dlid", "2", "--slid", "4", "--per-kind", "20", "--seed", "7", "--spacing", "0.002"],
+             "--dlid", "2", "--slid", "4", "--per-kind", "20", "--seed", "7", "--spacing", "0.002",
+             "--key", str(out / "parts" / "key"), "--link", "X:1,S:%d" % px],
             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         stdout, stderr = fuzzer.communicate(timeout=60)
@@ -265,5 +266,5 @@ def test_a_hostile_peer_cannot_disturb_a_running_emulation(tmp_path):
     assert verify(r.integrity, ud_flows={"bc"}) == []
     got = {f: len(r.integrity["received"][f]) for f in ("ab", "ca", "bc")}
     assert got == {"ab": 300, "ca": 200, "bc": 200}, got
-    assert rt["datagrams_lost"] == 0 and rt["strangers"] == 0
+    assert rt["datagrams_lost"] == 0 and rt["strangers"] == 0 and rt["forged"] == 0
     assert r.credit_problems == []

@@ -24,12 +24,25 @@ def blocks_of(nbytes: int) -> int:
 
 
 class CreditTx:
-    """Sender side of one VL on one port."""
-    __slots__ = ("fctbs", "fccl")
+    """Sender side of one VL on one port.  *limit*: the peer's buffer on the VL in
+    blocks, the most credit it can ever grant (:meth:`plausible`); the fabric's builder
+    sets it from the peer port (default: the largest buffer there can be)."""
+    __slots__ = ("fctbs", "fccl", "limit")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_CAPACITY_BLOCKS) -> None:
         self.fctbs = 0
         self.fccl = 0          # no credit until the peer's first flow-control packet
+        self.limit = limit
+
+    def plausible(self, fccl: int) -> bool:
+        """Could the peer have granted *fccl*?  It grants FCCL = ABR + free blocks, its
+        ABR never passes our FCTBS (it counts blocks we sent) and its free blocks never
+        pass its VL buffer (IBA 7.9.4's per-VL credit limit), so FCCL is at most
+        ``limit`` ahead of FCTBS; behind it (packets in flight) is always possible.  A
+        larger grant is forged or corrupt (issue 14 item 2: an attacker granting 1,500
+        extra blocks overran a switch's buffer)."""
+        d = (fccl - self.fctbs) & 0xFFF
+        return d >= HALF or d <= self.limit
 
     def can_send(self, blocks: int) -> bool:
         return ((self.fccl - self.fctbs - blocks) & 0xFFF) < HALF

@@ -215,10 +215,17 @@ class Node:
         if vl >= len(port.tx):
             self.port_error(port, "PortRcvErrors")
             return None
+        tx = port.tx[vl]
+        if not tx.plausible(fccl):
+            # a credit limit beyond the peer's buffer (CreditTx.plausible): ignored whole
+            # and counted (issue 14 item 2)
+            self.port_error(port, "PortRcvErrors")
+            self.counters["FCCLBeyondBuffer"] = self.counters.get("FCCLBeyondBuffer", 0) + 1
+            return None
         rx = port.rx[vl]
         abr = rx.abr
         rx.sync(fctbs)
-        port.tx[vl].update(fccl)
+        tx.update(fccl)
         if rx.abr != abr:
             # resynchronised: packets were lost (or dropped unread) on the way here, so
             # the FCCL we last sent was short; send the corrected one at once rather than

@@ -12,9 +12,19 @@ The controller writes one for its workers; for nodes on several machines,
 machine then uses with ``ibemu node SCENARIO --map FILE --nodes ...``.  Ports are handed
 out from 18600 (``ibemu.wire.shim.DEFAULT_PORT_BASE``), the range the Scapy layer and
 the Wireshark plugin recognise.
+
+The key file (issue 14 item 1): the run's secret that authenticates every datagram
+(:mod:`ibemu.runtime.delivery`), 32 random bytes in hex on one line.  ``--make-map FILE``
+writes a fresh one beside the map (``FILE.key``, mode 0600) and every host's
+``ibemu node`` reads it (``--key``, default the map's path plus ``.key``); copy it to the
+other hosts as securely as any secret (scp).  A key file that its group or others may
+read, or that is not a regular file, is refused (:func:`read_key`).
 """
 from __future__ import annotations
 
+import os
+import secrets
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -97,3 +107,60 @@ def read_map(path: str | Path, fabric: Fabric | None = None) -> AddressMap:
             raise UserError("address map %s has no address for %s" % (
                 path, ", ".join("%s:%d" % k for k in missing[:5]) + (" ..." if len(missing) > 5 else "")))
     return amap
+
+
+KEY_BYTES = 32
+"""Bytes of a run's secret (:data:`ibemu.wire.shim.KEY_LEN`)."""
+
+
+def new_key() -> bytes:
+    """A fresh run secret from the operating system's random source."""
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def key_path(map_path: str | Path) -> Path:
+    """The default key file of an address map: its path plus ``.key``."""
+    return Path(str(map_path) + ".key")
+
+
+def write_key(path: str | Path, key: bytes) -> None:
+    """Write *key* (hex) to *path*, created with owner-only permissions (0600); an
+    existing file is replaced."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp%d" % os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(key.hex() + "\n")
+        os.replace(tmp, p)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise UserError("cannot write key file %s: %s" % (path, e.strerror or e)) from None
+
+
+def read_key(path: str | Path) -> bytes:
+    """The run secret in key file *path*.  Refused, in one line: a file its group or
+    others may read or write (the secret would not be one), one that is not a regular
+    file, or anything but 32 to 64 bytes in hex."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        raise UserError("cannot read key file %s: %s" % (path, e.strerror or e)) from None
+    with os.fdopen(fd, "r", encoding="ascii", errors="replace") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError("key file %s: not a regular file" % path)
+        if st.st_mode & 0o077:
+            raise UserError("key file %s is accessible to group or others (mode %03o): it must be "
+                            "owner-only (chmod 600 %s)" % (path, stat.S_IMODE(st.st_mode), path))
+        text = f.read(1024).strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if not 16 <= len(key) <= 64:
+        raise UserError("key file %s: expected 32 to 128 hex digits on one line" % path)
+    return key

@@ -143,7 +143,9 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--duration")
     n.add_argument("--map", help="address map (TOML, \"node:port\" = \"host:udp\")")
     n.add_argument("--nodes", help="comma-separated node names to run here")
-    n.add_argument("--make-map", metavar="FILE", help="write an address map for the scenario and exit")
+    n.add_argument("--make-map", metavar="FILE", help="write an address map for the scenario and a fresh "
+                                                      "key file (FILE.key, mode 0600) and exit")
+    n.add_argument("--key", metavar="FILE", help="the run's secret, owner-only (default: the map's path + .key)")
     n.add_argument("--place", action="append", metavar="NODES=HOST",
                    help="with --make-map: these comma-separated nodes use HOST (default 127.0.0.1)")
     n.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE)
@@ -207,7 +209,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 def _node(args: argparse.Namespace) -> int:
     from ..build import build_fabric
-    from .addrmap import assign, read_map, write_map
+    from .addrmap import assign, key_path, new_key, read_key, read_map, write_key, write_map
     from .report import format_node_summary
     from .worker import run_worker
     scn = _load(args)
@@ -224,7 +226,10 @@ def _node(args: argparse.Namespace) -> int:
                 hosts[name] = host
         amap = assign(fabric, lambda n: hosts.get(n, "127.0.0.1"), args.port_base)
         write_map(args.make_map, amap)
-        print("wrote %d port addresses to %s" % (len(amap), args.make_map))
+        kfile = args.key or key_path(args.make_map)
+        write_key(kfile, new_key())
+        print("wrote %d port addresses to %s and a new key to %s (copy both to every host)" % (
+            len(amap), args.make_map, kfile))
         return 0
     if not args.map or not args.nodes:
         raise UserError("node: --map FILE and --nodes A,B,... are required (or --make-map FILE)")
@@ -235,6 +240,7 @@ def _node(args: argparse.Namespace) -> int:
     if unknown or not names:
         raise UserError("node: no node %s in %s (nodes: %s)" % (
             ", ".join(unknown) or "given", scn.name, ", ".join(fabric.nodes)))
+    key = None if args.control else read_key(args.key or key_path(args.map))
     start_at = _start_at(args.start_at)
     if not args.control and start_at is None:
         raise UserError("node: --start-at is required (the same instant on every host), e.g. --start-at +5")
@@ -246,7 +252,12 @@ def _node(args: argparse.Namespace) -> int:
         data = run_worker(scn, names, amap, args.dilation, part=part, pcap=args.pcap,
                           control=args.control, start_at=start_at, parent=args.parent,
                           drop_link_every=args.drop_link_every, realtime=args.realtime,
-                          faults_until=args.faults_until, integrity=args.check_integrity)
+                          faults_until=args.faults_until, integrity=args.check_integrity, key=key)
+    except UserError as e:
+        if args.control:
+            import json
+            print(json.dumps({"event": "error", "message": str(e)}), flush=True)
+        raise
     except KeyboardInterrupt:
         return 130
     if not args.control:

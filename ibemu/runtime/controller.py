@@ -42,7 +42,7 @@ from ..results import Progress
 from ..scenario import Scenario
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
-from .addrmap import assign, port_keys, write_map
+from .addrmap import assign, new_key, port_keys, write_key, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
@@ -196,7 +196,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     :func:`ibemu.fabric.integrity.verify`).  ``result.credit_problems`` lists the
     credits not back to idle at the end (from every worker's ports).  *external*: node
     names no worker runs -- their addresses are in the map (``parts/addresses.toml``),
-    and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer).
+    and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer),
+    with the run's secret from ``parts/key`` (mode 0600).
     *watchdog*: wall seconds a worker may stay silent before it counts as hung.
     """
     workers = workers or os.cpu_count() or 2
@@ -211,11 +212,16 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     write_map(mapfile, amap)
     scnfile = workdir / SCENARIO_FILE             # JSON, read back by the workers (handover.py)
     write_scenario(scnfile, scn)
+    key = new_key()
+    if external:                    # whatever runs the external nodes needs it: owner-only
+        write_key(workdir / "key", key)
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity)
 
     t_wall = time.perf_counter()
     with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
         pool.spawn(groups)
+        for w in pool.workers:                                  # the run's secret (issue 14)
+            w.send(cmd="key", key=key.hex())
         pool.serve_mgmt(workdir / SOCKET_NAME, fabric)         # <out>/parts/mgmt.sock
         failed = _supervise(pool, scn, stop, dilation, progress, announce)
     outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed)

@@ -37,18 +37,33 @@ Strangers (issue 8 item 5): a datagram whose source address is not the port's
 configured peer is dropped before anything reads it and counted (``strangers``); the
 sockets are unconnected so that the kernel does not drop such datagrams uncounted
 (:mod:`ibemu.runtime.sockets`).
+
+Forgeries (issue 14 items 1 and 2): a source address is easily forged (a raw socket), so
+every datagram also carries a MAC tag under its directed link's key
+(:func:`ibemu.wire.shim.link_key` of the run's secret), and its shim sequence number
+must fall in the link's replay window (:class:`SeqCheck`).  A datagram from the peer's
+address with a wrong tag, or a replayed or out-of-window sequence number, is dropped
+before any node or the loss count sees it and counted per port (``forged``,
+``forged_by_port``).  On a link with injected faults the duplicate filter sees the
+sequence numbers first, so a replay of a datagram it still remembers is counted as a
+dropped duplicate instead.
 """
 from __future__ import annotations
 
+import os
 import select
+from hashlib import blake2b
+from hmac import compare_digest
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..fabric.faults import DuplicateFilter
 from ..sim.scheduler import INF, Scheduler, SimNode
-from ..wire.shim import KIND_LINK, MAGIC, SHIM, SHIM_LEN, VERSION
+from ..wire.shim import KEY_LEN, KIND_LINK, MAGIC, SHIM, SHIM_LEN, TAG_LEN, VERSION, link_key
 from .sockets import open_port_socket, resolve
 
+NO_MAC = b""
+"""The *key* that turns authentication off: for benchmarks measuring its cost only."""
 DUP_WINDOW = 4096
 """Sequence numbers a faulty link's duplicate filter remembers here.  A duplicate is sent
 right after its original on the same socket, so it arrives right after it; the virtual
@@ -56,29 +71,56 @@ clock's window (65,536, for copies held back by reordering) would cost a worker 
 8 MB per faulty link it receives on."""
 
 
+REPLAY_WINDOW = 1024
+"""Sequence numbers behind the highest one received that a link still accepts (once
+each): datagrams reordered by less than this are *late*, older ones are rejected."""
+MAX_AHEAD = 1 << 16
+"""The most a sequence number may jump ahead of the next one expected.  A link's
+datagrams in flight are bounded by its credits (a few hundred), so a larger jump is no
+loss but an attack (issue 14 item 2: the loss count is bounded by this window)."""
+_SEEN_MASK = (1 << REPLAY_WINDOW) - 1
+
+
 class SeqCheck:
-    """Per-link datagram sequence check: counts lost (a gap), and late or duplicate
-    datagrams (a sequence number already passed).  Sequence numbers are u32 and wrap."""
-    __slots__ = ("expect", "lost", "late", "received")
+    """Per-link datagram sequence check and replay window (issue 14 items 1 and 2; the
+    anti-replay window of RFC 4303 §3.4.3 on 32-bit wrapping numbers).
+
+    :meth:`update` accepts a sequence number ahead of the highest one seen by at most
+    :data:`MAX_AHEAD` (the ones in between count as lost) or, once, one up to
+    :data:`REPLAY_WINDOW` behind it (late: it was counted lost, and no longer is).  It
+    rejects (returns False, counts nothing) a number seen before (a replay), further
+    behind, or further ahead: such a datagram is dropped unread."""
+    __slots__ = ("expect", "lost", "late", "received", "seen")
 
     def __init__(self) -> None:
         self.expect = 1
         self.lost = 0
         self.late = 0
         self.received = 0
+        self.seen = 0                   # bit i: expect - 1 - i was received
 
-    def update(self, seq: int) -> None:
-        self.received += 1
+    def update(self, seq: int) -> bool:
         d = (seq - self.expect) & 0xFFFFFFFF
         if d == 0:
-            self.expect = (seq + 1) & 0xFFFFFFFF
-        elif d < 0x80000000:            # ahead: the ones in between were lost
+            self.seen = ((self.seen << 1) | 1) & _SEEN_MASK
+        elif d < MAX_AHEAD:             # ahead: the ones in between were lost
             self.lost += d
-            self.expect = (seq + 1) & 0xFFFFFFFF
-        else:                           # behind: reordered or duplicated
+            self.seen = ((self.seen << (d + 1)) | 1) & _SEEN_MASK
+        elif d >= 0x100000000 - REPLAY_WINDOW:      # behind, within the window
+            bit = 1 << (0xFFFFFFFF - d)             # expect - 1 - seq
+            if self.seen & bit:
+                return False            # a replay
+            self.seen |= bit
             self.late += 1
             if self.lost:
                 self.lost -= 1          # it was counted lost when the gap appeared
+            self.received += 1
+            return True
+        else:
+            return False                # out of the window
+        self.expect = (seq + 1) & 0xFFFFFFFF
+        self.received += 1
+        return True
 
 
 class PortSocket:
@@ -86,7 +128,8 @@ class PortSocket:
     (the peer port's numeric (host, port)) only."""
     __slots__ = ("sock", "node", "index", "propagation", "tx_seq", "rx", "send_errors",
                  "drop_every", "dropped", "addr", "peer", "local_peer", "inj", "rx_inj",
-                 "rx_hi", "rx_ext", "inj_lost", "dup_sent", "dup_dropped", "strangers")
+                 "rx_hi", "rx_ext", "inj_lost", "dup_sent", "dup_dropped", "strangers",
+                 "tx_key", "rx_key", "forged")
 
     def __init__(self, sock: Any, node: SimNode, index: int, propagation: int,
                  addr: Any, peer: tuple[str, int]) -> None:
@@ -110,6 +153,9 @@ class PortSocket:
         self.dup_sent = 0               # second copies sent (the injector duplicated)
         self.dup_dropped = 0            # second copies received and dropped
         self.strangers = 0              # datagrams from an address that is not the peer
+        self.tx_key: bytes | None = None    # the link key of what it sends (None: no MAC)
+        self.rx_key: bytes | None = None    # ... and of what it receives
+        self.forged = 0                 # from the peer's address: bad tag, replayed, out of window
 
 
 class SocketPorts:
@@ -118,13 +164,17 @@ class SocketPorts:
     *wiring*: the fabric's ``(node, port) -> (peer, peer_port, propagation)``;
     *addresses*: ``(node name, port) -> (host, udp port)`` of every wired port;
     *capture*: gets every frame these nodes send; *rcvbuf(node, port)*: SO_RCVBUF;
-    *faults*, *faults_until*: see the module text.
+    *faults*, *faults_until*: see the module text.  *key*: the run's secret (every
+    process of a run must have the same); None: a fresh random one (enough when every
+    node is in this process); :data:`NO_MAC` (benchmarks only): no tags at all.
     """
 
     def __init__(self, sched: Scheduler, wiring: Mapping[Any, Any], addresses: Mapping[Any, Any],
                  capture: Any = None, rcvbuf: Callable[[Any, int], int] | None = None,
                  drop_link_every: int = 0, faults: Mapping[Any, Any] | None = None,
-                 faults_until: int | None = None) -> None:
+                 faults_until: int | None = None, key: bytes | None = None) -> None:
+        if key is None:
+            key = os.urandom(KEY_LEN)
         self.sched = sched
         self.capture = capture
         self.faults_until = INF if faults_until is None else int(faults_until)
@@ -141,6 +191,9 @@ class SocketPorts:
                 sock = open_port_socket(addr, None, rcvbuf(node, port) if rcvbuf else None)
                 ps = PortSocket(sock, node, port, prop, addr, paddr)
                 ps.drop_every = drop_link_every
+                if key:
+                    me, them = "%s:%d" % (node.name, port), "%s:%d" % (peer.name, pport)
+                    ps.tx_key, ps.rx_key = link_key(key, me, them), link_key(key, them, me)
                 if faults:
                     ps.inj = faults.get((node, port))
                     ps.rx_inj = faults.get((peer, pport))
@@ -182,13 +235,16 @@ class SocketPorts:
             if link and ps.drop_every and s % ps.drop_every == 0:
                 ps.dropped += 1
                 continue
+            d = pack(MAGIC, VERSION, link, s, -(-ts // 1000)) + frame
+            if ps.tx_key is not None:
+                d += blake2b(d, key=ps.tx_key, digest_size=TAG_LEN).digest()
             try:
-                ps.sock.sendto(pack(MAGIC, VERSION, link, s, -(-ts // 1000)) + frame, ps.peer)
+                ps.sock.sendto(d, ps.peer)
             except OSError:                     # incl. BlockingIOError
                 ps.send_errors += 1             # counted; shows up as a loss at the peer
                 continue
             if ps.local_peer is not None:
-                self._take_local(ps.local_peer)
+                self._take_local(ps.local_peer, d)
         node.outbox.clear()
 
     def _send_faulty(self, ps: PortSocket, frame: Any, link: bool, ts: int) -> None:
@@ -202,42 +258,24 @@ class SocketPorts:
         for k, (extra, f, _) in enumerate(deliveries):
             if k:
                 ps.dup_sent += 1                # a second copy, same sequence number
+            d = pack(MAGIC, VERSION, link, s, -(-(ts + extra) // 1000)) + f
+            if ps.tx_key is not None:
+                d += blake2b(d, key=ps.tx_key, digest_size=TAG_LEN).digest()
             try:
-                ps.sock.sendto(pack(MAGIC, VERSION, link, s, -(-(ts + extra) // 1000)) + f, ps.peer)
+                ps.sock.sendto(d, ps.peer)
             except OSError:
                 ps.send_errors += 1
                 continue
             if ps.local_peer is not None:
-                self._take_local(ps.local_peer)
+                self._take_local(ps.local_peer, d)
 
-    def _take_local(self, lp: PortSocket) -> None:
-        """Take the datagram just sent to *lp* (a port of this process) off its socket."""
-        buf = self._buf
-        try:
-            n, src = lp.sock.recvfrom_into(buf)
-        except OSError:
-            return                              # not there yet: its receive task takes it
-        if src != lp.peer:                      # a stranger's datagram was waiting before ours
-            lp.strangers += 1
-            self.drain(lp, buf)
-            return
-        if n < SHIM_LEN:
-            self.bad_datagrams += 1
-            return
-        magic, version, kind, dseq, tns = SHIM.unpack_from(buf, 0)
-        if magic != MAGIC or version != VERSION or kind > KIND_LINK:
-            self.bad_datagrams += 1
-            return
-        if lp.rx_inj is not None and self._duplicate(lp, dseq):
-            return
-        rx = lp.rx
-        if dseq == rx.expect:
-            rx.expect = (dseq + 1) & 0xFFFFFFFF
-            rx.received += 1
-        else:
-            rx.update(dseq)
-        self.sched.deliver(tns * 1000 + lp.propagation, lp.node, lp.index, buf[SHIM_LEN:n],
-                           kind == KIND_LINK)
+    def _take_local(self, lp: PortSocket, sent: bytes) -> None:
+        """Take the datagram *sent* just now to *lp* (a port of this process) off its
+        socket; when what was waiting first was not it (a stranger's or a forged
+        datagram), read everything waiting.  A datagram equal byte for byte to *sent*
+        is the one this process made and tagged, so its tag is not computed again."""
+        if not self.drain(lp, self._buf, 1, sent):
+            self.drain(lp, self._buf)
 
     # ------------------------------------------------------------------ receiving
     @staticmethod
@@ -255,8 +293,17 @@ class SocketPorts:
         ps.rx.received += 1                     # received (and dropped): sent == received
         return True
 
-    def drain(self, ps: PortSocket, buf: bytearray, limit: int = 1 << 30) -> None:
-        """Read the datagrams waiting on *ps* (at most *limit*) into the scheduler."""
+    def drain(self, ps: PortSocket, buf: bytearray, limit: int = 1 << 30, sent: bytes | None = None) -> int:
+        """Read the datagrams waiting on *ps* (at most *limit*) into the scheduler;
+        return how many were delivered.  *sent*: the datagram this process just sent
+        to *ps* (:meth:`_take_local`).
+
+        The checks, in order (issue 8 item 5, issue 14 items 1 and 2): the source
+        address must be the peer port's (else a *stranger*); the tag must be the MAC of
+        the rest under the link's key (:mod:`ibemu.wire.shim`), and the sequence number
+        inside the replay window and not seen before (:class:`SeqCheck`), else *forged*;
+        then the shim must be well formed (else a bad datagram).  A datagram that fails
+        is dropped before any node or the loss count sees it."""
         sock = ps.sock
         rx = ps.rx
         node, index, prop, peer = ps.node, ps.index, ps.propagation, ps.peer
@@ -264,6 +311,10 @@ class SocketPorts:
         our_magic = MAGIC
         deliver = self.sched.deliver
         faulty = ps.rx_inj is not None
+        key = ps.rx_key
+        mv = memoryview(buf)
+        same = compare_digest
+        delivered = 0
         while limit:
             limit -= 1
             try:
@@ -275,6 +326,15 @@ class SocketPorts:
             if src != peer:
                 ps.strangers += 1               # not from the peer port: dropped, counted
                 continue
+            if key is not None:
+                if sent is not None and n == len(sent) and buf[:n] == sent:
+                    n -= TAG_LEN                # ours, tagged by this process: authentic
+                else:
+                    n -= TAG_LEN
+                    if n < 0 or not same(blake2b(mv[:n], key=key, digest_size=TAG_LEN).digest(),
+                                         mv[n:n + TAG_LEN]):
+                        ps.forged += 1          # not authentic: dropped, counted
+                        continue
             if n < SHIM_LEN:
                 self.bad_datagrams += 1
                 continue
@@ -287,9 +347,13 @@ class SocketPorts:
             if dseq == rx.expect:
                 rx.expect = (dseq + 1) & 0xFFFFFFFF
                 rx.received += 1
-            else:
-                rx.update(dseq)
+                rx.seen = ((rx.seen << 1) | 1) & _SEEN_MASK
+            elif not rx.update(dseq):
+                ps.forged += 1                  # replayed or out of the window
+                continue
             deliver(tns * 1000 + prop, node, index, buf[SHIM_LEN:n], kind == KIND_LINK)
+            delivered += 1
+        return delivered
 
     def poll_remote(self) -> None:
         """Take in what the other processes sent meanwhile (the scheduler's *poll*, during
@@ -318,5 +382,8 @@ class SocketPorts:
             "strangers": sum(p.strangers for p in socks),
             "strangers_by_port": {"%s:%d" % (p.node.name, p.index): p.strangers
                                   for p in socks if p.strangers},
+            "forged": sum(p.forged for p in socks),
+            "forged_by_port": {"%s:%d" % (p.node.name, p.index): p.forged
+                               for p in socks if p.forged},
             "send_errors": sum(p.send_errors for p in socks),
             "bad_datagrams": self.bad_datagrams}

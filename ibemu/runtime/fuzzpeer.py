@@ -16,6 +16,11 @@ seconds apart, and prints what it sent as JSON: ``{"sent": {kind: n}, "expect":
 {where: n}}``, *where* being the counter each kind must land in (:data:`EXPECT`).
 The shim sequence numbers of its datagrams with a good shim are consecutive, so they do
 not show up as lost datagrams.
+
+It holds the run's secret (``--key``, the controller's ``parts/key``) and signs every
+datagram with the key of the link it impersonates (``--link X:1,S:4``; issue 14), so that
+its datagrams get past the MAC check and reach the checks this fuzzer is about.  Without
+``--key`` every one of them is counted ``forged`` instead.
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ from ..wire import opcodes as OP
 from ..wire.crc import lpcrc
 from ..wire.layout import PACKET_OVERHEAD, PKTLEN_MASK, VCRC_LEN
 from ..wire.mutate import fix_vcrc, flip_vcrc_bit, set_pktlen
-from ..wire.shim import KIND_LINK, KIND_PACKET, MAGIC, VERSION, pack_shim
+from ..wire.shim import KIND_LINK, KIND_PACKET, MAGIC, VERSION, link_key, pack_shim, seal
 
 EXPECT = {
     # not an ibemu datagram: the runtime's bad_datagrams
@@ -109,10 +114,13 @@ def _addr(text: str) -> tuple[str, int]:
 
 def run(bind: tuple[str, int], to: tuple[str, int], *, dlid: int, slid: int, per_kind: int = 20,
         seed: int = 1, spacing: float = 0.002, wait: float = 30.0, kinds: Sequence[str] = KINDS,
-        bad_vl: int = 14) -> dict[str, dict[str, int]]:
+        bad_vl: int = 14, key: bytes | None = None, link: tuple[str, str] = ("", "")
+        ) -> dict[str, dict[str, int]]:
     """Send the datagrams (see the module text); return what was sent and where it must
-    be counted.  Raises TimeoutError when the emulation does not start within *wait* s."""
+    be counted.  *key*, *link* ((sender, receiver) port labels): sign the datagrams
+    with that link's key.  Raises TimeoutError when the emulation does not start within *wait* s."""
     rng = random.Random(seed)
+    lkey = link_key(key, *link) if key is not None else None
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         sock.bind(tuple(bind))
@@ -130,8 +138,8 @@ def run(bind: tuple[str, int], to: tuple[str, int], *, dlid: int, slid: int, per
             good_shim = EXPECT[kind] != "bad_datagrams"      # the others never reach the seq check
             if good_shim:
                 seq += 1
-            sock.sendto(make(rng, kind, seq if good_shim else seq + 1, dlid=dlid, slid=slid, bad_vl=bad_vl),
-                        tuple(to))
+            d = make(rng, kind, seq if good_shim else seq + 1, dlid=dlid, slid=slid, bad_vl=bad_vl)
+            sock.sendto(seal(lkey, d) if lkey is not None else d, tuple(to))
             sent[kind] += 1
             try:                                # keep the socket's queue short
                 while True:
@@ -158,11 +166,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--spacing", type=float, default=0.002, help="seconds between datagrams")
     p.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the emulation")
     p.add_argument("--bad-vl", type=int, default=14, help="a VL the link does not run")
+    p.add_argument("--key", help="the run's key file (owner-only)")
+    p.add_argument("--link", default="", help="SENDER,RECEIVER port labels of the link, e.g. X:1,S:4")
     args = p.parse_args(argv)
+    key = None
+    if args.key:
+        from ..errors import UserError
+        from .addrmap import read_key
+        try:
+            key = read_key(args.key)
+        except UserError as e:
+            print("fuzzpeer: %s" % e, file=sys.stderr)
+            return 1
+    sender, _, receiver = args.link.partition(",")
     try:
         out = run(_addr(args.bind), _addr(args.to), dlid=args.dlid, slid=args.slid,
                   per_kind=args.per_kind, seed=args.seed, spacing=args.spacing, wait=args.wait,
-                  bad_vl=args.bad_vl)
+                  bad_vl=args.bad_vl, key=key, link=(sender, receiver))
     except TimeoutError as e:
         print("fuzzpeer: %s" % e, file=sys.stderr)
         return 1

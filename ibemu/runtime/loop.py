@@ -59,14 +59,17 @@ class NodeLoop:
     object with ``write(time_ns, frame, link)`` that gets every frame these nodes send.
     *faults*: ``(node, port) -> LinkFaultInjector`` (:func:`ibemu.fabric.faults.engine_faults`
     of the fabric), applied to frames started before *faults_until*
-    (:mod:`ibemu.runtime.delivery`).
+    (:mod:`ibemu.runtime.delivery`).  *key*: the run's secret, which authenticates every
+    datagram (the same in every process of the run; None: a fresh one, for a loop that
+    runs every node itself).
     """
 
     def __init__(self, nodes: Iterable[SimNode], wiring: Mapping[Any, Any],
                  addresses: Mapping[Any, Any], dilation: float, duration: int,
                  capture: Any = None, rcvbuf: Callable[[Any, int], int] | None = None,
                  drop_link_every: int = 0, spin: float = SPIN,
-                 faults: Mapping[Any, Any] | None = None, faults_until: int | None = None) -> None:
+                 faults: Mapping[Any, Any] | None = None, faults_until: int | None = None,
+                 key: bytes | None = None) -> None:
         if dilation <= 0:
             raise ValueError("dilation must be positive, got %r" % dilation)
         self.sched = sched = Scheduler(nodes)
@@ -90,7 +93,7 @@ class NodeLoop:
         self._timer_scope: trio.CancelScope | None = None
         self._deadline: int | None = INF
         self.io = SocketPorts(sched, wiring, addresses, capture, rcvbuf, drop_link_every,
-                              faults, faults_until)
+                              faults, faults_until, key)
         self.ports = self.io.ports                          # node -> {port: PortSocket}
         self.sockets = self.io.sockets
         sched.transmit = self.io.transmit

@@ -29,7 +29,7 @@ _REC = struct.Struct("<IIII")
 
 RUNTIME_TOTALS = ("events", "datagrams_sent", "datagrams_received", "datagrams_lost",
                   "datagrams_late", "datagrams_dropped_injected", "datagrams_lost_injected",
-                  "datagrams_duplicated", "duplicates_dropped", "strangers", "send_errors",
+                  "datagrams_duplicated", "duplicates_dropped", "strangers", "forged", "send_errors",
                   "bad_datagrams", "slips", "slip_ps")
 """The loop counters (:meth:`ibemu.runtime.loop.NodeLoop.stats`) summed over the workers."""
 

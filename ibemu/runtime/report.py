@@ -24,14 +24,21 @@ def format_runtime_line(runtime: dict[str, Any]) -> str:
                  "by the receivers; per link in results.json counters)" % (
                      runtime["datagrams_lost_injected"], runtime["datagrams_duplicated"],
                      runtime["duplicates_dropped"]))
-    if runtime.get("strangers") or runtime.get("bad_datagrams"):
-        line += ("\n%d datagrams from addresses that are not the port's peer and %d malformed "
-                 "ones dropped" % (runtime.get("strangers", 0), runtime.get("bad_datagrams", 0)))
+    if runtime.get("strangers") or runtime.get("bad_datagrams") or runtime.get("forged"):
+        line += "\n" + _dropped_line(runtime)
     if runtime.get("overloaded"):
         line += ("\nwarning: worker %s fell more than %.0f ms behind the wall clock: this machine "
                  "is too slow for the dilation (try a larger --dilation)" % (
                      ", ".join(map(str, runtime["overloaded"])), 1000 * OVERLOAD))
     return line
+
+
+def _dropped_line(rt: dict[str, Any]) -> str:
+    """The datagrams dropped unread: strangers, forged (bad MAC, replayed or out of the
+    replay window; issue 14) and malformed."""
+    return ("%d datagrams from addresses that are not the port's peer, %d forged (bad MAC, replayed "
+            "or out of window) and %d malformed ones dropped" % (
+                rt.get("strangers", 0), rt.get("forged", 0), rt.get("bad_datagrams", 0)))
 
 
 def format_start(scn: Scenario, pids: Sequence[int], dilation: float) -> str:
@@ -56,7 +63,6 @@ def format_node_summary(scn: Scenario, names: Sequence[str], data: dict[str, Any
     lines.append("%s: %d datagrams sent, %d received, %d lost; %s" % (
         ",".join(names), rt["datagrams_sent"], rt["datagrams_received"], rt["datagrams_lost"],
         "completed" if data["completed"] else "stopped early"))
-    if rt.get("strangers") or rt.get("bad_datagrams"):
-        lines.append("%d datagrams from addresses that are not the port's peer and %d malformed "
-                     "ones dropped" % (rt.get("strangers", 0), rt.get("bad_datagrams", 0)))
+    if rt.get("strangers") or rt.get("bad_datagrams") or rt.get("forged"):
+        lines.append(_dropped_line(rt))
     return "\n".join(lines)

@@ -200,7 +200,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
                dilation: float, *, part: str | Path | None = None, pcap: str | Path | None = None,
                control: bool = False, start_at: float | None = None, parent: int = 0,
                drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
-               integrity: bool = False) -> dict[str, Any]:
+               integrity: bool = False, key: bytes | None = None) -> dict[str, Any]:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
     *part*) what they recorded.  Raises UserError for bad input.
 
@@ -209,7 +209,9 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     (``"link:<label>"``, the sending end's and the receiving end's) and the credit state
     of this worker's ports (``credits``, :func:`ibemu.fabric.integrity.credit_state`).
     *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
-    record (digests in hex) in the part as ``integrity``."""
+    record (digests in hex) in the part as ``integrity``.  *key*: the run's secret
+    (:mod:`.delivery`); with *control* it is the first control line instead,
+    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1)."""
     ctl = Control() if control else None
     beat = Heartbeat(ctl).start() if ctl is not None else None
     try:
@@ -239,11 +241,16 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
             ", ".join(unknown), scn.name, ", ".join(fabric.nodes)))
     nodes = [fabric.nodes[n] for n in node_names]
     check = attach(fabric) if integrity else None
+    if ctl is not None:
+        msg = ctl.read_line()
+        if msg is None or msg.get("cmd") != "key":
+            raise UserError("no key on the control channel")
+        key = bytes.fromhex(str(msg.get("key")))
     capture = ErfPcapWriter(pcap) if pcap else None
     loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
                     rcvbuf=_rcvbuf,
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
-                    faults_until=faults_until)
+                    faults_until=faults_until, key=key)
     loop.on_overload = lower_priority
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)

@@ -13,6 +13,10 @@
 --    recognised heuristically on any UDP port (and selectable with Decode As on
 --    udp.port).  kind 0: the rest is an InfiniBand packet from the LRH on, handed to
 --    the built-in "infiniband" dissector; kind 1: a link flow-control packet.
+--    The emulation's datagrams end with a 16-byte MAC tag (keyed BLAKE2b over shim and
+--    frame, issue 14): bytes past the frame's own length (a link packet's 6, an IB
+--    packet's PktLen words plus the VCRC) are shown as "ibemu.tag", not given to the
+--    frame's dissector.
 --    If another dissector already claims the ports used (e.g. 19999, 20000), run with
 --    -o udp.try_heuristic_first:TRUE or use Decode As.
 --
@@ -35,6 +39,7 @@ local SHIM_LEN = 16
 local SHIM_VERSION = 1
 local KIND_PACKET, KIND_LINK = 0, 1
 local LINK_LEN = 6
+local TAG_LEN = 16
 local LRH_LEN, GRH_LEN, BTH_LEN = 8, 40, 12
 local LNH_IBA_LOCAL, LNH_IBA_GLOBAL = 2, 3
 
@@ -49,6 +54,7 @@ local kind_names = { [KIND_PACKET] = "InfiniBand packet", [KIND_LINK] = "link pa
 
 local f_magic   = ProtoField.string("ibemu.magic", "Magic")
 local f_version = ProtoField.uint8("ibemu.version", "Version", base.DEC)
+local f_tag = ProtoField.bytes("ibemu.tag", "MAC tag (BLAKE2b-128)")
 local f_kind    = ProtoField.uint8("ibemu.kind", "Kind", base.DEC, kind_names)
 local f_seq     = ProtoField.uint32("ibemu.seq", "Sequence number", base.DEC)
 local f_time    = ProtoField.uint64("ibemu.time_ns", "Emulated send time (ns)", base.DEC)
@@ -58,7 +64,7 @@ local f_fecn    = ProtoField.uint8("ibemu.fecn", "FECN", base.DEC, nil, 0x80,
 local f_becn    = ProtoField.uint8("ibemu.becn", "BECN", base.DEC, nil, 0x40,
                                    "Backward Explicit Congestion Notification (BTH)")
 
-p_ibemu.fields = { f_magic, f_version, f_kind, f_seq, f_time, f_cn, f_fecn, f_becn }
+p_ibemu.fields = { f_magic, f_version, f_kind, f_seq, f_time, f_cn, f_fecn, f_becn, f_tag }
 
 ---------------------------------------------------------------------------------------
 -- Protocol "ibemu_link": link flow-control packets
@@ -210,7 +216,19 @@ local function dissect_shim(tvb, pinfo, tree)
     item:append_text(string.format(", %s, seq %d, t=%s ns",
                                    kind_names[kind], seq, tostring(tvb(8, 8):uint64())))
     pinfo.cols.protocol = "ibemu"
-    local rest = tvb(SHIM_LEN):tvb()
+    -- the frame's own length; what follows it is the MAC tag
+    local len = tvb:len() - SHIM_LEN
+    local flen = len
+    if kind == KIND_LINK then
+        flen = LINK_LEN
+    elseif len >= 6 then
+        flen = bit32.band(tvb(SHIM_LEN + 4, 2):uint(), 0x7FF) * 4 + 2
+    end
+    if len == flen + TAG_LEN then
+        item:add(f_tag, tvb(SHIM_LEN + flen, TAG_LEN))
+        len = flen
+    end
+    local rest = tvb(SHIM_LEN, len):tvb()
     if kind == KIND_LINK then
         -- through the protocol's handle, so "ibemu_link" is a layer of the frame
         link_dissector:call(rest, pinfo, tree)
