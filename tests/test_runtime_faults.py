@@ -125,7 +125,8 @@ def test_merged_capture_is_written_atomically(tmp_path, monkeypatch):
                     raise OSError(28, "No space left on device")
             yield Full()
     monkeypatch.setattr(merge, "atomic_open", disk_full)
-    with pytest.raises(OSError):
+    from ibemu.errors import OutputError
+    with pytest.raises(OutputError, match="No space left on device"):     # one line (issue 14)
         merge.merge_captures([part], out)
     assert out.read_bytes() == b"the previous capture"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["capture.pcap", "parts"]
