@@ -219,7 +219,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
             _die_with_parent(parent)
         return _run_worker(scn, node_names, amap, dilation, ctl, beat, part=part, pcap=pcap,
                            start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
-                           faults_until=faults_until, integrity=integrity)
+                           faults_until=faults_until, integrity=integrity, key=key)
     finally:
         if beat is not None:
             beat.stop()
@@ -228,7 +228,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
 def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str, int], tuple[str, int]],
                 dilation: float, ctl: Control | None, beat: Heartbeat | None, *, part: str | Path | None,
                 pcap: str | Path | None, start_at: float | None, drop_link_every: int, realtime: bool,
-                faults_until: int | None, integrity: bool) -> dict[str, Any]:
+                faults_until: int | None, integrity: bool, key: bytes | None) -> dict[str, Any]:
     """:func:`run_worker` once the control channel and its heartbeat run."""
     scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
