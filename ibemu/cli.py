@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from . import __version__
 from .errors import OutputError, UserError
+from .validate import cli_number
 
 
 def _cmd_sample(args) -> int:
@@ -92,16 +94,8 @@ def _memory(text: str) -> int | None:
     return n
 
 
-def _finite_float(text: str) -> float:
-    """A finite float (--loss, --duplicate, --reorder, --corrupt: probabilities)."""
-    import math
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got %r" % text) from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError("must be a finite number, got %r" % text)
-    return v
+_finite_float = cli_number(float, "a number", lambda v: None if math.isfinite(v) else "must be a finite number")
+"""A finite float (--loss, --duplicate, --reorder, --corrupt: probabilities)."""
 
 
 def _cmd_reproduce(args) -> int:

@@ -14,6 +14,7 @@ Bottom layer: imports only :mod:`ibemu.errors` and :mod:`ibemu.units`.
 """
 from __future__ import annotations
 
+import argparse
 import difflib
 import math
 import re
@@ -23,7 +24,7 @@ from typing import Any, TypeVar
 from .errors import UserError
 from .units import describe
 
-__all__ = ["ScenarioError", "Checker", "AnyKeys", "describe", "join", "suggest", "known", "unknown_node",
+__all__ = ["ScenarioError", "cli_number", "Checker", "AnyKeys", "describe", "join", "suggest", "known", "unknown_node",
            "table", "tables", "string", "integer", "boolean", "identifier", "name", "finite_values", "merged"]
 
 T = TypeVar("T")
@@ -230,3 +231,22 @@ def merged(entry: Mapping[str, Any], epath: str, defaults: Mapping[str, Any], dp
         elif k in defaults:
             out[k] = (defaults[k], join(dpath, k))
     return out
+
+
+N = TypeVar("N", int, float)
+
+
+def cli_number(kind: Callable[[str], N], expected: str, check: Callable[[N], str | None]) -> Callable[[str], N]:
+    """An argparse ``type=`` for a number on the command line: *kind* reads it (an
+    unreadable one: "expected <expected>, got 'x'"), *check* returns why a value is
+    refused, or None ("<why>, got 'x'"); argparse prints either as one line."""
+    def convert(text: str) -> N:
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected %s, got %r" % (expected, text)) from None
+        why = check(v)
+        if why:
+            raise argparse.ArgumentTypeError("%s, got %r" % (why, text))
+        return v
+    return convert

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import UserError
 from ..resources import lua_plugin, scenario_names, scenario_source
+from ..validate import cli_number
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 
@@ -22,14 +23,8 @@ if TYPE_CHECKING:
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got %r" % text) from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError("must be positive, got %r" % text)
-    return v
+_positive_float = cli_number(float, "a number", lambda v: None if v > 0 else "must be positive")
+_positive_int = cli_number(int, "an integer", lambda v: None if v >= 1 else "must be at least 1")
 
 
 def _dilation(text: str) -> float:
@@ -41,26 +36,10 @@ def _dilation(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected an integer, got %r" % text) from None
-    if v < 1:
-        raise argparse.ArgumentTypeError("must be at least 1, got %r" % text)
-    return v
-
-
 def _watchdog_seconds(text: str) -> float:
     from .controller import MAX_WATCHDOG, MIN_WATCHDOG
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected seconds, got %r" % text) from None
-    if not MIN_WATCHDOG <= v <= MAX_WATCHDOG:       # also refuses nan and inf
-        raise argparse.ArgumentTypeError("must be between %g and %g seconds, got %r"
-                                         % (MIN_WATCHDOG, MAX_WATCHDOG, text))
-    return v
+    return cli_number(float, "seconds", lambda v: None if MIN_WATCHDOG <= v <= MAX_WATCHDOG    # also nan, inf
+                      else "must be between %g and %g seconds" % (MIN_WATCHDOG, MAX_WATCHDOG))(text)
 
 
 def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
