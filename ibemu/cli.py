@@ -57,13 +57,11 @@ def _cmd_run(args) -> int:
     scn = load_scenario(source, overrides, memory_limit=args.max_memory)
     if args.no_plots:
         scn.output.plots = False
-    from .atomic import prepare_outputs     # issue 14: parents made, a wrong path one line, on both clocks
-    prepare_outputs(args.out or "runs/%s" % scn.name, args.pcap)
+    args.out = args.out or default_out(scn.name)   # run_virtual and run_wall check the paths first
     if args.clock == "wall":
         from .runtime.commands import cmd_run_wall
         return cmd_run_wall(args, scn)
-    out = args.out or default_out(scn.name)
-    result = run_virtual(scn, out_dir=out, pcap=args.pcap,
+    result = run_virtual(scn, out_dir=args.out, pcap=args.pcap,
                          progress=False if args.quiet else None)
     if not args.quiet:
         print_summary(result)

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ..atomic import atomic_batch
+from ..atomic import atomic_batch, prepare_outputs
 from ..build import build_fabric
 from ..fabric.network import Fabric
 from ..errors import UserError
@@ -86,7 +86,8 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
-def _check(dilation: float, workers: int, port_base: int, pcap: str | Path | None, watchdog: float) -> None:
+def _check(dilation: float, workers: int, port_base: int, out_dir: str | Path | None, pcap: str | Path | None,
+           watchdog: float) -> None:
     if not dilation or dilation <= 0:
         raise UserError("--dilation must be positive, got %r" % dilation)
     if not MIN_WATCHDOG <= watchdog <= MAX_WATCHDOG:
@@ -100,11 +101,7 @@ def _check(dilation: float, workers: int, port_base: int, pcap: str | Path | Non
         raise UserError("--dilation %s" % e) from None
     if not 1024 <= port_base <= 65535:
         raise UserError("--port-base must be in 1024..65535, got %d" % port_base)
-    if pcap:
-        try:
-            Path(pcap).resolve().parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UserError("--pcap %s: %s" % (pcap, e.strerror)) from None
+    prepare_outputs(out_dir, pcap)      # missing folders made, a wrong path one line (issue 14)
 
 
 def _groups(fabric: Fabric, scn: Scenario, workers: int, external: set[str]) -> list[list[str]]:
@@ -201,7 +198,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     *watchdog*: wall seconds a worker may stay silent before it counts as hung.
     """
     workers = workers or os.cpu_count() or 2
-    _check(dilation, workers, port_base, pcap, watchdog)
+    _check(dilation, workers, port_base, out_dir, pcap, watchdog)
     fabric = build_fabric(scn)
     groups = _groups(fabric, scn, workers, set(external or ()))
     base = free_port_block(host, max(1, len(port_keys(fabric))), port_base)
