@@ -17,7 +17,14 @@ from ..units import PS_PER_MS, PS_PER_US
 if TYPE_CHECKING:       # ibemu.cc's scheme packages import ibemu.build, which imports this module
     from ..cc.registry import CCSpec
 
-__all__ = ["SwitchSpec", "HCASpec", "LinkSpec", "OutputSpec", "Scenario", "link_labels"]
+__all__ = ["SwitchSpec", "HCASpec", "LinkSpec", "OutputSpec", "RoutingSpec", "Scenario", "link_labels",
+           "node_guids", "SWITCH_GUID_BASE", "HCA_GUID_BASE"]
+
+# Default node GUIDs (issue 15): predictable, in list order, under a made-up OUI.  A
+# switch's port GUID is its node GUID (IBA 14.2.5.6: one port GUID, port 0); an HCA's
+# port 1 GUID is its node GUID + 1, as in ibnetdiscover's example (REFERENCE-FABRICS §1).
+SWITCH_GUID_BASE = 0x0002C90000000000
+HCA_GUID_BASE = 0x0002C90100000000
 
 
 @dataclass
@@ -25,14 +32,18 @@ class SwitchSpec:
     name: str
     params: SwitchParams = field(default_factory=SwitchParams)
     ports: int | None = None                # None: as many as links attach
-    lft: dict[int, int] | None = None       # DLID -> out port; None: shortest paths
+    lft: dict[int, int] | None = None       # DLID -> out port; wins over the routing engine's entry
+    guid: int | None = None                 # node GUID; None: SWITCH_GUID_BASE + 1 + index
+    desc: str | None = None                 # NodeDescription; None: the name
 
 
 @dataclass
 class HCASpec:
     name: str
-    lid: int
+    lid: int                                # base LID (LMC > 0: lid .. lid + 2^LMC - 1)
     params: HCAParams = field(default_factory=HCAParams)
+    guid: int | None = None                 # node GUID; None: HCA_GUID_BASE + 0x10 * (1 + index)
+    desc: str | None = None                 # NodeDescription; None: the name
 
 
 @dataclass
@@ -43,6 +54,7 @@ class LinkSpec:
     b_port: int | None = None
     params: LinkParams = field(default_factory=LinkParams)
     name: str | None = None                 # label used in results; default "a->b"
+    levels: tuple[str, str] | None = None   # fabric level of the a->b and b->a directions ("up1", "down1")
 
     def labels(self) -> tuple[str, str]:
         """Labels of the two directions: (name or "a->b", name + ".rev" or "b->a")."""
@@ -66,6 +78,20 @@ class OutputSpec:
 
 
 @dataclass
+class RoutingSpec:
+    """How the subnet manager fills the switches' LFTs (issue 15; OpenSM's names,
+    REFERENCE-FABRICS §3).  ``engine``: "minhop" (OpenSM's default), "updn", "ftree" or
+    "file" (``lft_file``, an opensm-lfts.dump or ibroute dump); ``lmc``: 2^LMC LIDs per
+    HCA port; ``roots``: switch names for updn/ftree (empty: found automatically);
+    ``check_credit_loops``: refuse a routing whose channel dependency graph has a cycle."""
+    engine: str = "minhop"
+    lmc: int = 0
+    roots: list[str] = field(default_factory=list)
+    lft_file: str | None = None
+    check_credit_loops: bool = True
+
+
+@dataclass
 class Scenario:
     name: str
     duration: int                           # ps
@@ -79,3 +105,13 @@ class Scenario:
     resolved: dict[str, Any] = field(default_factory=dict)   # the resolved configuration, for results
     cc: CCSpec | None = None                # None: no congestion control
     faults: FaultSpec | None = None         # None: no link faults
+    routing: RoutingSpec = field(default_factory=RoutingSpec)
+
+
+def node_guids(scn: Scenario) -> dict[str, int]:
+    """Every node's GUID: the spec's own, else the default of :data:`SWITCH_GUID_BASE`
+    / :data:`HCA_GUID_BASE` by list position."""
+    out = {s.name: s.guid if s.guid is not None else SWITCH_GUID_BASE + 1 + i for i, s in enumerate(scn.switches)}
+    out.update({h.name: h.guid if h.guid is not None else HCA_GUID_BASE + 0x10 * (1 + i)
+                for i, h in enumerate(scn.hcas)})
+    return out
