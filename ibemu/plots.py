@@ -156,9 +156,11 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
     grid = np.nan_to_num(np.array([np.asarray(series[lbl], dtype=np.float64) for lbl in order]).reshape(
         len(order), len(times)))
     step = -(-grid.shape[1] // HEATMAP_MAX_COLUMNS) if grid.shape[1] else 1
-    if step > 1:
-        cols = grid.shape[1] // step * step
-        grid = grid[:, :cols].reshape(len(order), -1, step).mean(axis=2) if cols else grid[:, :0]
+    if step > 1:                            # groups of *step* bins; the last one may be shorter
+        ncols = -(-grid.shape[1] // step)
+        padded = np.full((len(order), ncols * step), np.nan)
+        padded[:, :grid.shape[1]] = grid
+        grid = np.nanmean(padded.reshape(len(order), ncols, step), axis=2)
     t_end = float(xmax) if xmax is not None else (float(times[-1]) if len(times) else 1.0)
     fig = Figure(figsize=(9, min(3.0 + 0.04 * len(order), 12.0)), dpi=110)
     ax = fig.add_subplot()

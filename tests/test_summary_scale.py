@@ -223,3 +223,41 @@ def test_small_runs_print_every_row_as_before():
         ["1", "1", "1"]                                         # h3->S has no level
     assert "top 2 of 3 flows" in agg and "bottom 2 of 3 flows" in agg and "top 2 of 3 links" in agg
     assert "flow_table.csv, link_table.csv in the run folder" in agg
+
+
+def test_heatmap_averages_neighbouring_bins_past_the_column_limit(tmp_path):
+    from ibemu.plots import HEATMAP_MAX_COLUMNS, plot_link_heatmap
+
+    n = 2 * HEATMAP_MAX_COLUMNS + 2                                 # 3 bins a column, the last one alone
+    times = (np.arange(n) + 0.5) * 0.01
+    ramp = np.arange(n, dtype=np.float64) / n
+    grid = plot_link_heatmap(times, {"a->b": ramp, "b->a": np.full(n, np.nan)}, {"a->b": "up1"},
+                             tmp_path / "x.png", title="t")
+    assert grid.shape == (2, -(-n // 3))
+    assert grid[0, 0] == pytest.approx(ramp[:3].mean()) and grid[0, -1] == pytest.approx(ramp[-1])
+    assert not grid[1].any()                                        # no capacity (NaN): drawn as 0
+    assert (tmp_path / "x.png").stat().st_size > 0
+
+
+def test_windowed_tables_and_aggregates(run, tmp_path):
+    scn, result, _ = run
+    win = (PS_PER_MS // 10, 4 * PS_PER_MS // 10)
+    scn.output.plots = False
+    try:
+        from ibemu.results import write_outputs
+        write_outputs(result.metrics, scn, tmp_path / "w", window=win)
+    finally:
+        scn.output.plots = True
+    rows = _csv(tmp_path / "w" / "link_table.csv")
+    assert "window_utilization" in rows[0] and "window_normalized" in _csv(tmp_path / "w" / "flow_table.csv")[0]
+    data = json.loads((tmp_path / "w" / "results.json").read_text())
+    text = format_summary_table(data)
+    assert text.splitlines()[0].startswith("window 0.1 .. 0.4 ms")
+    table = {r[0]: r for r in _section(text, "%d directed links" % len(rows))}
+    for level in ("up1", "down2"):
+        utils = [float(r["window_utilization"]) for r in rows if r["level"] == level]
+        whole = [float(r["utilization"]) for r in rows if r["level"] == level]
+        assert float(table[level][2]) == pytest.approx(sum(utils) / len(utils), abs=6e-4)
+        assert float(table[level][3]) == pytest.approx(max(utils), abs=6e-4)
+        if level == "up1":      # the window leaves out the start-up burst on the host links
+            assert sum(utils) < sum(whole) - 1e-3
