@@ -1,14 +1,16 @@
 """Plots of a run in the style of seed 003 Figure 2: rates over time (sliding window)
 as fractions of link bandwidth, for the chosen links and flow groups; cc.png, the
-congestion-control variables over time; and latency.png, the CDFs of message latency
-and flow completion time.  matplotlib is imported only here, and only
+congestion-control variables over time; latency.png, the CDFs of message latency
+and flow completion time; and links_heatmap.png, every link's utilization over time,
+rows grouped by fabric level (issue 15: the congestion tree forming and shrinking;
+:func:`link_heatmap` draws it for any run).  matplotlib is imported only here, and only
 through :class:`matplotlib.figure.Figure` (no pyplot, no global backend state)."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
     from .results import Metrics
 
 PLOT_MAX_LINKS = 6          # links in throughput.png when output.plot_links is empty
+PLOT_MAX_LINK_CURVES = 16   # more links: links.png shows the busiest PLOT_TOP_LINKS
+PLOT_TOP_LINKS = 10
+HEATMAP_MIN_LINKS = 12      # more links (or any link level): links_heatmap.png too
+HEATMAP_MAX_COLUMNS = 400   # time bins of the heatmap at most (neighbouring bins averaged)
 
 
 def _pick_links(metrics: Metrics, wanted: list[str]) -> list[str]:
@@ -80,10 +86,138 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
     figure(scenario.name, series, "rate (fraction of link bandwidth, %g ms window)" % win_ms) \
         .savefig(out / "throughput.png", metadata={"Software": None})
     all_links = metrics.link_names()
-    if len(all_links) > len(links):
+    if len(all_links) > PLOT_MAX_LINK_CURVES:
+        top = _busiest(all_links, link_all, PLOT_TOP_LINKS)
+        figure("%s - busiest %d of %d links" % (scenario.name, len(top), len(all_links)),
+               [(lbl, link_all[lbl]) for lbl in top],
+               "link utilization (fraction of link bandwidth, %g ms window)" % win_ms) \
+            .savefig(out / "links.png", metadata={"Software": None})
+    elif len(all_links) > len(links):
         figure(scenario.name + " - all links", [(lbl, link_all[lbl]) for lbl in all_links],
                "link utilization (%g ms window)" % win_ms) \
             .savefig(out / "links.png", metadata={"Software": None})
+    levels = _levels_of(scenario)
+    if levels or len(all_links) > HEATMAP_MIN_LINKS:
+        plot_link_heatmap(times, link_all, levels, out / "links_heatmap.png",
+                          title=scenario.name + " - link utilization by level", xmax=xmax,
+                          window_ms=win_ms)
+
+
+def _busiest(labels: Sequence[str], series: Mapping[str, np.ndarray], n: int) -> list[str]:
+    """The *n* labels with the highest mean of their series (NaN as 0), busiest first
+    (ties in label order); only those with any traffic."""
+    means = {lbl: float(np.nan_to_num(series[lbl]).mean()) if len(series[lbl]) else 0.0 for lbl in labels}
+    ranked = sorted(labels, key=lambda lbl: -means[lbl])
+    return [lbl for lbl in ranked[:n] if means[lbl] > 0]
+
+
+def _levels_of(scenario: Scenario) -> dict[str, str]:
+    """Link label -> level (:attr:`~ibemu.scenario.model.LinkSpec.levels`); the same
+    map as :func:`ibemu.results.summary.link_levels` (results is not imported here)."""
+    out: dict[str, str] = {}
+    for link in scenario.links:
+        if link.levels:
+            out.update(zip(link.labels(), link.levels))
+    return out
+
+
+def _level_key(level: str) -> tuple[int, int, str]:
+    """up1, up2, ... then ..., down2, down1, then other names, then ``other`` (the order
+    of :func:`ibemu.results.summary.level_order`)."""
+    for k, prefix in enumerate(("up", "down")):
+        if level.startswith(prefix) and level[len(prefix):].isdigit():
+            n = int(level[len(prefix):])
+            return (k, n if k == 0 else -n, "")
+    return (3 if level == "other" else 2, 0, level)
+
+
+def heatmap_rows(labels: Sequence[str], levels: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """The heatmap's row blocks: (level, its labels in the given order) for every level
+    present, up1, up2, ..., down2, down1, other names, then ``other`` (no level)."""
+    by: dict[str, list[str]] = {}
+    for lbl in labels:
+        by.setdefault(levels.get(lbl, "other"), []).append(lbl)
+    return [(lev, by[lev]) for lev in sorted(by, key=_level_key)]
+
+
+def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], levels: Mapping[str, str],
+                      path: str | Path, *, title: str, xmax: float | None = None,
+                      window_ms: float | None = None) -> np.ndarray:
+    """Write a heatmap of link utilization over time to *path* (PNG): one row per
+    directed link of *series* (label -> utilization per time bin, fraction of the link),
+    rows grouped by *levels* (:func:`heatmap_rows`, a separating line and the level's
+    name and link count on the left), columns the time bins (*times*, ms; at most
+    :data:`HEATMAP_MAX_COLUMNS`, neighbours averaged), colour 0..1.  Returns the matrix
+    drawn (rows x columns; NaN, a link without capacity, drawn as 0)."""
+    from matplotlib.figure import Figure
+
+    blocks = heatmap_rows(list(series), levels)
+    order = [lbl for _, labels in blocks for lbl in labels]
+    grid = np.nan_to_num(np.array([np.asarray(series[lbl], dtype=np.float64) for lbl in order]).reshape(
+        len(order), len(times)))
+    step = -(-grid.shape[1] // HEATMAP_MAX_COLUMNS) if grid.shape[1] else 1
+    if step > 1:                            # groups of *step* bins; the last one may be shorter
+        ncols = -(-grid.shape[1] // step)
+        padded = np.full((len(order), ncols * step), np.nan)
+        padded[:, :grid.shape[1]] = grid
+        grid = np.nanmean(padded.reshape(len(order), ncols, step), axis=2)
+    t_end = float(xmax) if xmax is not None else (float(times[-1]) if len(times) else 1.0)
+    fig = Figure(figsize=(9, min(3.0 + 0.04 * len(order), 12.0)), dpi=110)
+    ax = fig.add_subplot()
+    img = ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0.0, vmax=1.0, cmap="viridis",
+                    extent=(0.0, t_end, len(order), 0))
+    ticks, names = [], []
+    row = 0
+    for k, (lev, labels) in enumerate(blocks):
+        if k:
+            ax.axhline(row, color="white", linewidth=0.8)
+        ticks.append(row + len(labels) / 2)
+        names.append("%s (%d)" % (lev, len(labels)))
+        row += len(labels)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(names, fontsize="small")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("directed links by fabric level")
+    ax.set_title(title)
+    label = "utilization (fraction of link bandwidth"
+    label += ", %g ms window)" % window_ms if window_ms else ")"
+    fig.colorbar(img, ax=ax, label=label)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    return grid
+
+
+class RunFolder(Protocol):
+    """What :func:`link_heatmap` reads of a run read back (:class:`ibemu.results.Results`)."""
+    scenario: str
+
+    def links(self) -> dict[str, np.ndarray]: ...
+
+
+def link_heatmap(run: Metrics | RunFolder, path: str | Path, levels: Mapping[str, str] | None = None, *,
+                 title: str | None = None, window_ps: int | None = None) -> np.ndarray:
+    """links_heatmap.png for one run, from its :class:`~ibemu.results.Metrics` (the
+    utilization over *window_ps*, default the run's window, as links.csv has it) or its
+    output folder read back (:func:`ibemu.results.load_results`: links.csv's all-frame
+    columns; *levels* default to results.json's ``link_levels``).  *levels*: label ->
+    level (:func:`ibemu.results.summary.link_levels` of the scenario).  Returns the
+    matrix drawn (:func:`plot_link_heatmap`)."""
+    if hasattr(run, "link_utilization_series"):
+        m = run
+        series = {lbl: m.link_utilization_series(lbl, False, window_ps) for lbl in m.link_names()}
+        return plot_link_heatmap(m.times_ms(), series, levels or {}, path,
+                                 title=title or "link utilization by level", xmax=m.duration / PS_PER_MS,
+                                 window_ms=(window_ps or m.window) / PS_PER_MS)
+    cols = run.links()
+    times = cols["time_ms"]
+    series = {k: v for k, v in cols.items() if k != "time_ms" and not k.endswith(":data")}
+    if levels is None:
+        data = getattr(run, "data", {})
+        levels = dict(data.get("link_levels") or {})
+    xmax = getattr(run, "duration_ps", None)
+    return plot_link_heatmap(times, series, levels, path,
+                             title=title or "%s - link utilization by level" % run.scenario,
+                             xmax=xmax / PS_PER_MS if xmax else None)
 
 
 PLOT_MAX_TRACES = 12        # curves per panel of cc.png

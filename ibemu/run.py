@@ -26,6 +26,7 @@ from .capture.erf import ErfPcapWriter
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
+from .results.summary import link_levels
 from .scenario.model import Scenario
 from .sim.engine import VirtualEngine
 from .units import PS_PER_MS
@@ -155,7 +156,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
 
 def print_summary(result: RunResult) -> None:
     """The summary table, the event count and where the outputs are, on stdout."""
-    print(format_summary_table(result.summary))
+    print(format_summary_table(result.summary, link_levels(result.scenario), result.out_dir))
     print("%d events in %.2f s wall" % (result.events, result.wall_seconds))
     if result.out_dir is not None:
         print("results in %s/" % result.out_dir)

@@ -1,6 +1,8 @@
 """A run's output folder: results.json (the summary, traces, port totals, events),
 config.json (the resolved scenario), flows.csv / links.csv (sliding-window rates as
-fractions of the link, seed 003 §3 and Figure 2), latency.csv (message latency and
+fractions of the link, seed 003 §3 and Figure 2), flow_table.csv / link_table.csv (one
+row per flow / directed link with its group / fabric level: the rows the terminal
+summary aggregates at cluster scale, :mod:`.summary`), latency.csv (message latency and
 completion time per flow and group, :mod:`.latency`), counters.csv (port counters over
 time, IBA 16.1.3.5 PortCounters names), traces.csv (congestion-control variables) and,
 when ``output.plots``, the PNG plots (:mod:`ibemu.plots`).
@@ -32,6 +34,7 @@ from ..errors import OutputError
 from ..scenario.model import Scenario
 from ..units import PS_PER_MS, PS_PER_US
 from .metrics import Metrics
+from .summary import FLOW_TABLE, LINK_TABLE, OTHER_LEVEL, link_levels
 
 PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
                "PortXmitTimeCong", "PortRcvFECN", "PortRcvBECN")
@@ -129,6 +132,71 @@ def _write_latency(summary: dict[str, Any], path: Path) -> None:
             w.writerow(["" if c is None else c for c in r])
 
 
+FLOW_TABLE_COLUMNS = ("name", "group", "src", "dst", "start_ms", "stop_ms", "throughput_gbps", "normalized",
+                      "rx_bytes", "rx_wire_bytes", "rx_packets", "messages", "messages_started", "tx_bytes",
+                      "tx_packets", "p50_us", "p99_us", "max_us", "completion_us")
+"""flow_table.csv's columns; a windowed summary adds ``window_throughput_gbps``,
+``window_normalized``, ``window_p50_us`` and ``window_p99_us``."""
+LINK_TABLE_COLUMNS = ("label", "level", "capacity_gbps", "bytes", "data_bytes", "data_packets", "utilization",
+                      "data_utilization")
+"""link_table.csv's columns; a windowed summary adds ``window_bytes``,
+``window_utilization`` and ``window_data_utilization``."""
+
+
+def _write_tables(summary: dict[str, Any], scenario: Scenario, levels: dict[str, str], out: Path) -> None:
+    """flow_table.csv and link_table.csv: the summary's flows and links, one row each,
+    with each flow's group, source and destination and each link's fabric level
+    (``other`` without one).  Rates as in results.json (:func:`.summary.summarize`),
+    6 significant digits; an empty cell: no value."""
+    def num(x: float | None) -> str:
+        return "" if x is None else _fmt(x)
+
+    def us(ps: float | None) -> str:
+        return "" if ps is None else _fmt(ps / PS_PER_US)
+
+    windowed = summary.get("window") is not None
+    specs = {f.name: f for f in scenario.flows}
+    rows: list[list[Any]] = []
+    for name, d in summary["flows"].items():
+        lat = d.get("latency") or {}
+        spec = specs.get(name)
+        r = [name, d.get("group") or "", spec.src if spec else "", spec.dst if spec else "",
+             _fmt(d["start_ps"] / PS_PER_MS), _fmt(d["stop_ps"] / PS_PER_MS), _fmt(d["throughput_gbps"]),
+             num(d["normalized"]), d["rx_bytes"], d["rx_wire_bytes"], d["rx_packets"], d["messages"],
+             d["messages_started"], d["tx_bytes"], d["tx_packets"], us(lat.get("p50_ps")), us(lat.get("p99_ps")),
+             us(lat.get("max_ps")), us(d.get("completion_ps"))]
+        if windowed:
+            w = d["window"]
+            wl = w.get("latency") or {}
+            r += [_fmt(w["throughput_gbps"]), num(w["normalized"]), us(wl.get("p50_ps")), us(wl.get("p99_ps"))]
+        rows.append(r)
+    head = list(FLOW_TABLE_COLUMNS)
+    if windowed:
+        head += ["window_throughput_gbps", "window_normalized", "window_p50_us", "window_p99_us"]
+    _write_rows(out / FLOW_TABLE, head, rows)
+    rows = []
+    for label, d in summary["links"].items():
+        cap = d.get("capacity")
+        r = [label, levels.get(label, OTHER_LEVEL), num(cap * 8e-9 if cap else None), d["bytes"], d["data_bytes"],
+             d["data_packets"], num(d["utilization"]), num(d["data_utilization"])]
+        if windowed:
+            w = d["window"]
+            r += [w["bytes"], num(w["utilization"]), num(w["data_utilization"])]
+        rows.append(r)
+    head = list(LINK_TABLE_COLUMNS)
+    if windowed:
+        head += ["window_bytes", "window_utilization", "window_data_utilization"]
+    _write_rows(out / LINK_TABLE, head, rows)
+
+
+def _write_rows(path: Path, head: Sequence[str], rows: list[list[Any]]) -> None:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(head)
+        for r in rows:
+            w.writerow(["%.0f" % c if isinstance(c, float) else c for c in r])
+
+
 def _write_traces(metrics: Metrics, path: Path) -> None:
     """traces.csv: every change of every traced variable (kind, key, time, value)."""
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
@@ -174,6 +242,8 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     ``extra``.  config.json: ``scenario.resolved`` (or the dataclasses).  flows.csv: per
     flow and ``group:<name>`` aggregate, sliding-window delivered rate as a fraction of
     the source link.  links.csv: per link utilization (all frames) and ``<label>:data``.
+    ``link_levels`` in results.json: link label -> fabric level (:func:`.summary.link_levels`).
+    flow_table.csv / link_table.csv: one row per flow / link (group, level, rates).
     latency.csv: message latency and completion time per flow and group.
     throughput.png / links.png / latency.png when ``scenario.output.plots``.
     """
@@ -197,6 +267,8 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
         results["traces"] = metrics.trace_summary()
     if metrics.port_samples:
         results["ports"] = metrics.port_totals()
+    levels = link_levels(scenario)
+    results["link_levels"] = levels
     if metrics.events:
         results["events"] = [{"time_ms": t / PS_PER_MS, "source": src, "text": text}
                              for t, src, text in metrics.events]
@@ -218,6 +290,7 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
         cols += [(lbl, a), (lbl + ":data", d)]
     _write_csv(out / "links.csv", times, cols)
     _write_latency(summary, out / "latency.csv")
+    _write_tables(summary, scenario, levels, out)
 
     if scenario.output.plots:
         _write_plots(metrics, scenario, out, times, link_data, link_all, flow_cols, group_cols)

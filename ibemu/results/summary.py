@@ -12,9 +12,20 @@ BTH, DETH / RETH / AETH as present, pad, ICRC, VCRC), so a flow alone at line ra
 Latency (:mod:`~ibemu.results.latency`): per flow and per group, the distribution of
 message latencies (first byte sent to last byte delivered) and, for finite flows, the
 completion time; nearest-rank percentiles.
+
+At cluster scale (issue 15 item 7) the table shows aggregates instead of a row per flow
+or link: more than :data:`FLOW_ROWS_MAX` flows give one row per flow group (count,
+sum/mean/min/max of the normalized rate, Jain's index, latency p50/p99) and the top and
+bottom :data:`TOP_N` flows by rate (the victims show at the bottom); more than
+:data:`LINK_ROWS_MAX` directed links give one row per fabric level (``up1``, ``down2``
+... from :attr:`~ibemu.scenario.model.LinkSpec.levels`, :func:`link_levels`; links
+without one in ``other``) and the top :data:`TOP_N` links.  The full rows are in the run
+folder's flow_table.csv and link_table.csv (:mod:`.outputs`).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +35,47 @@ from .latency import latency_stats
 from .rates import between, jain_index
 
 if TYPE_CHECKING:
+    from ..scenario.model import Scenario
     from .metrics import Metrics
+
+FLOW_ROWS_MAX = 24
+"""More flows than this: :func:`format_summary_table` shows per-group aggregates and the
+top/bottom :data:`TOP_N` flows instead of a row per flow (24: a terminal page)."""
+LINK_ROWS_MAX = 24
+"""More directed links than this: per-level aggregates and the top :data:`TOP_N` links."""
+TOP_N = 10
+"""Rows of the top-N (and bottom-N) tables."""
+BUSY_UTILIZATION = 0.9
+"""A link at or above this utilization counts as busy in the per-level table."""
+OTHER_LEVEL = "other"
+"""The level row of links without a level."""
+FLOW_TABLE = "flow_table.csv"
+"""The run folder's file with one row per flow (:func:`ibemu.results.outputs.write_outputs`)."""
+LINK_TABLE = "link_table.csv"
+"""The run folder's file with one row per directed link, with its level."""
+
+
+def link_levels(scenario: Scenario) -> dict[str, str]:
+    """Directed link label -> fabric level (``"up1"``, ``"down2"``, ...) of every link
+    of *scenario* with :attr:`~ibemu.scenario.model.LinkSpec.levels` set (issue 15 level
+    names: hosts are level 0, leaves 1, ...; a->b going up from level i-1 to i is
+    ``up<i>``, the reverse ``down<i>``)."""
+    out: dict[str, str] = {}
+    for link in scenario.links:
+        if link.levels:
+            for label, level in zip(link.labels(), link.levels):
+                out[label] = level
+    return out
+
+
+def level_order(level: str) -> tuple[int, int, str]:
+    """Sort key of level names: up1, up2, ... then ..., down2, down1 (a path's order from
+    a host up to the roots and back down), then other names, then ``other``."""
+    for k, prefix in enumerate(("up", "down")):
+        if level.startswith(prefix) and level[len(prefix):].isdigit():
+            n = int(level[len(prefix):])
+            return (k, n if k == 0 else -n, "")
+    return (3 if level == OTHER_LEVEL else 2, 0, level)
 
 
 def summarize(m: Metrics, t_from: int | None = None, t_to: int | None = None) -> dict[str, Any]:
@@ -172,10 +223,19 @@ def _makespan(m: Metrics, fcts: dict[str, int]) -> int:
     return max(firsts[x] + fct for x, fct in fcts.items()) - min(firsts.values())
 
 
-def format_summary_table(summary: dict[str, Any]) -> str:
-    """Plain-text table of a :meth:`Metrics.summary` (or results.json) dict."""
+def format_summary_table(summary: dict[str, Any], link_levels: Mapping[str, str] | None = None,
+                         out_dir: str | Path | None = None, *, top: int = TOP_N,
+                         max_flows: int = FLOW_ROWS_MAX, max_links: int = LINK_ROWS_MAX) -> str:
+    """Plain-text table of a :meth:`Metrics.summary` (or results.json) dict.
+
+    Up to *max_flows* flows and *max_links* directed links: a row each.  More: per-group
+    and per-level aggregates and the top (and, for flows, bottom) *top* rows, and a line
+    naming the CSV files with every row (in *out_dir* when given).  *link_levels*: label
+    -> level (:func:`link_levels`); a results.json dict brings its own ``link_levels``."""
     s = summary.get("summary", summary)
     win = s.get("window")
+    levels = dict(summary.get("link_levels") or {}) if "summary" in summary else {}
+    levels.update(link_levels or {})
 
     def pick(d: dict[str, Any]) -> dict[str, Any]:
         return d.get("window", d) if win else d
@@ -199,7 +259,9 @@ def format_summary_table(summary: dict[str, Any]) -> str:
     def us(ps: float | None) -> str:
         return "-" if ps is None else "%.2f" % (ps / PS_PER_US)
 
-    entries = list(s.get("flows", {}).values()) + list(s.get("groups", {}).values())
+    flows: dict[str, dict[str, Any]] = s.get("flows", {})
+    groups: dict[str, dict[str, Any]] = s.get("groups", {})
+    entries = list(flows.values()) + list(groups.values())
     with_lat = any(pick(d).get("latency") for d in entries)
     with_fct = any(d.get("completion_ps") is not None for d in entries)
 
@@ -212,21 +274,118 @@ def format_summary_table(summary: dict[str, Any]) -> str:
         if with_fct:
             r.append(us(d.get("completion_ps")))
         return r
-    rows = [row(name, f.get("group") or "-", f) for name, f in s.get("flows", {}).items()]
-    rows += [row("[" + g + "]", g, d) for g, d in s.get("groups", {}).items()]
-    if rows:
-        head = ["flow", "group", "Gb/s", "of link", "packets", "messages"]
-        if with_lat:
-            head += ["p50 us", "p99 us", "max us"]
-        if with_fct:
-            head.append("done in us")
-        out += table(head, rows, 2)
-    lrows = [[lbl, pct(pick(d)["utilization"]), pct(pick(d)["data_utilization"]), "%.0f" % pick(d)["bytes"]]
-             for lbl, d in s.get("links", {}).items()]
-    if lrows:
-        out += [""] + table(["link", "util", "data util", "bytes"], lrows, 1)
+    flow_head = ["flow", "group", "Gb/s", "of link", "packets", "messages"]
+    if with_lat:
+        flow_head += ["p50 us", "p99 us", "max us"]
+    if with_fct:
+        flow_head.append("done in us")
+    aggregated = False
+    if len(flows) > max_flows:
+        aggregated = True
+        out += _group_rows(flows, groups, pick, pct, us, with_lat, table)
+        names = list(flows)                   # ties in flow order
+        n = min(top, len(names))
+        for title, sign in (("top", -1.0), ("bottom", 1.0)):
+            ranked = sorted(range(len(names)), key=lambda i: (sign * _rate(pick(flows[names[i]])), i))
+            out += ["", "%s %d of %d flows by rate" % (title, n, len(flows))]
+            out += table(flow_head, [row(names[i], flows[names[i]].get("group") or "-", flows[names[i]])
+                                     for i in ranked[:n]], 2)
+    else:
+        rows = [row(name, f.get("group") or "-", f) for name, f in flows.items()]
+        rows += [row("[" + g + "]", g, d) for g, d in groups.items()]
+        if rows:
+            out += table(flow_head, rows, 2)
+    links: dict[str, dict[str, Any]] = s.get("links", {})
+    if len(links) > max_links:
+        aggregated = True
+        out += [""] + _level_rows(links, levels, pick, pct, table)
+        labels = list(links)                  # ties in link order
+        order = sorted(range(len(labels)), key=lambda i: (-(pick(links[labels[i]])["utilization"] or 0.0),
+                                                          -pick(links[labels[i]])["bytes"], i))
+        ranked = [labels[i] for i in order]
+        n = min(top, len(ranked))
+        out += ["", "top %d of %d links by utilization" % (n, len(links))]
+        out += table(["link", "level", "util", "data util", "bytes"],
+                     [[lbl, levels.get(lbl, OTHER_LEVEL), pct(pick(links[lbl])["utilization"]),
+                       pct(pick(links[lbl])["data_utilization"]), "%.0f" % pick(links[lbl])["bytes"]]
+                      for lbl in ranked[:n]], 2)
+    else:
+        lrows = [[lbl, pct(pick(d)["utilization"]), pct(pick(d)["data_utilization"]), "%.0f" % pick(d)["bytes"]]
+                 for lbl, d in links.items()]
+        if lrows:
+            out += [""] + table(["link", "util", "data util", "bytes"], lrows, 1)
     fair = s.get("fairness")
     if fair:
         j = fair.get("jain_window", fair["jain"]) if win else fair["jain"]
         out += ["", "Jain fairness (flows): %.4f" % j]
+    if aggregated:
+        where = [str(Path(out_dir) / f) if out_dir is not None else f for f in (FLOW_TABLE, LINK_TABLE)]
+        out.append("every flow and link: %s, %s%s" % (where[0], where[1],
+                                                     "" if out_dir is not None else " in the run folder"))
     return "\n".join(out)
+
+
+def _rate(d: dict[str, Any]) -> float:
+    """A flow's rank for the top/bottom tables: its normalized rate, else its Gb/s."""
+    norm = d.get("normalized")
+    return float(norm) if norm is not None else float(d["throughput_gbps"])
+
+
+def _active(f: dict[str, Any]) -> bool:
+    """Whether a flow was active in the summary's span (its window when it has one), as
+    :func:`summarize` counts it for Jain's index."""
+    w = f.get("window")
+    return bool(w["active_ps"] > 0) if w is not None else bool(f["stop_ps"] > f["start_ps"])
+
+
+def _group_rows(flows: dict[str, dict[str, Any]], groups: dict[str, dict[str, Any]], pick: Any, pct: Any,
+                us: Any, with_lat: bool, table: Any) -> list[str]:
+    """The per-group table: members, the sum/mean/min/max of their normalized rates, the
+    sum of their Gb/s, Jain's index among them and the group's latency p50/p99.  Flows
+    without a group are one row ``-`` (Jain's index among them; no pooled latency)."""
+    members: dict[str, list[str]] = {g: list(d["flows"]) for g, d in groups.items()}
+    loose = [x for x, f in flows.items() if not f.get("group")]
+    if loose:
+        members["-"] = loose
+    head = ["group", "flows", "sum", "mean", "min", "max", "Gb/s", "Jain"]
+    if with_lat:
+        head += ["p50 us", "p99 us"]
+    rows = []
+    for g, names in members.items():
+        norms = [pick(flows[x])["normalized"] for x in names if pick(flows[x])["normalized"] is not None]
+        if g in groups:
+            gd = pick(groups[g])
+            jain = gd.get("jain")
+            lat = gd.get("latency") or {}
+        else:
+            jain = jain_index(pick(flows[x])["throughput"] for x in names if _active(flows[x]))
+            lat = {}
+        r = [g, str(len(names)), pct(sum(norms) if norms else None),
+             pct(sum(norms) / len(norms) if norms else None), pct(min(norms) if norms else None),
+             pct(max(norms) if norms else None),
+             "%.3f" % sum(pick(flows[x])["throughput_gbps"] for x in names),
+             "-" if jain is None else "%.4f" % jain]
+        if with_lat:
+            r += [us(lat.get("p50_ps")), us(lat.get("p99_ps"))]
+        rows.append(r)
+    return ["%d flows, rate as a fraction of the source link, per group" % len(flows)] + table(head, rows, 1)
+
+
+def _level_rows(links: dict[str, dict[str, Any]], levels: Mapping[str, str], pick: Any, pct: Any,
+                table: Any) -> list[str]:
+    """The per-level table: links, the mean and max utilization (all frames), how many
+    are at or above :data:`BUSY_UTILIZATION` and how many carried no data packet (flow
+    control only)."""
+    by: dict[str, list[str]] = {}
+    for lbl in links:
+        by.setdefault(levels.get(lbl, OTHER_LEVEL), []).append(lbl)
+    rows = []
+    for lev in sorted(by, key=level_order):
+        utils = [pick(links[x])["utilization"] for x in by[lev] if pick(links[x])["utilization"] is not None]
+        rows.append([lev, str(len(by[lev])), pct(sum(utils) / len(utils) if utils else None),
+                     pct(max(utils) if utils else None),
+                     str(sum(1 for u in utils if u >= BUSY_UTILIZATION)),
+                     str(sum(1 for x in by[lev] if not pick(links[x])["data_bytes"]))])
+    return (["%d directed links, utilization per fabric level" % len(links)]
+            + table(["level", "links", "mean util", "max util", ">=%d%%" % round(100 * BUSY_UTILIZATION), "no data"],
+                    rows, 1))

@@ -82,6 +82,7 @@ def resolve_scenario(arg: str) -> str | Path:
 def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
     """``ibemu run --clock wall``: *scn* already loaded with the overrides."""
     from ..results import format_summary_table
+    from ..results.summary import link_levels
     from .controller import run_wall
     from .report import format_runtime_line
     from .workers import WallRunError
@@ -98,7 +99,7 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
         print("ibemu run: interrupted; partial results in %s/" % out, file=sys.stderr)
         return 130
     if not args.quiet:
-        print(format_summary_table(result.summary))
+        print(format_summary_table(result.summary, link_levels(scn), out))
         print("wall clock, dilation %g, %d workers: %d events in %.2f s wall" % (
             args.dilation, len(result.runtime["workers"]), result.events, result.wall_seconds))
         print(format_runtime_line(result.runtime))
