@@ -261,7 +261,7 @@ def parse_traffic(ctx: Checker, entries: Any, hcas: Sequence[str], nodes: Mappin
             elif nodes.get(y) == "switch":
                 sw_nbr.setdefault(x, []).append(y)
     comp: dict[str, int] = {}
-    for s in sw_nbr:
+    for s in (x for x, kind in nodes.items() if kind == "switch"):
         if s not in comp:
             comp[s], todo = len(comp), [s]
             cid = comp[s]
@@ -271,7 +271,7 @@ def parse_traffic(ctx: Checker, entries: Any, hcas: Sequence[str], nodes: Mappin
                         comp[m] = cid
                         todo.append(m)
     # an HCA's reach: the switch components it attaches to (by name "#c") and HCAs linked directly
-    reach = {h: {("#%d" % comp.get(y, -1)) if nodes.get(y) == "switch" else y for y in ys}
+    reach = {h: {("#%d" % comp[y]) if nodes.get(y) == "switch" else y for y in ys}
              for h, ys in attached.items()}
 
     def reachable(src: str, dst: str) -> bool:
