@@ -393,3 +393,11 @@ def test_traffic_scenario_end_to_end(tmp_path):
     for f in bg:                                                        # victims-free: each near line rate
         assert s["flows"][f.name]["normalized"] > 0.9
     assert (tmp_path / "results.json").exists()
+
+
+def test_max_flows_counts_the_background_too():
+    t = {"pattern": "hotspot", "senders": 2, "background": {"pattern": "uniform", "flows_per_host": 3}}
+    assert len(scenario_from_dict(_raw([dict(t, max_flows=17)])).flows) == 2 + 5 * 3
+    with pytest.raises(ScenarioError, match=r"traffic\[0\]\.max_flows: uniform of 5 hosts makes 15 flows "
+                                            r"\(and the hot spot 2\), more than max_flows = 16"):
+        scenario_from_dict(_raw([dict(t, max_flows=16)]))

@@ -350,7 +350,7 @@ def _one_table(ctx: Checker, path: str, t: Any, all_hosts: list[str], scn_seed: 
         rest = bystanders(hosts, made)
         if len(rest) < 2:
             raise ctx.err(bpath, "needs at least 2 hosts besides the hot spot and its senders, %d left" % len(rest))
-        _guard(ctx, path, bpattern, len(rest), bparams.get("flows_per_host", 1), max_flows - len(made))
+        _guard(ctx, path, bpattern, len(rest), bparams.get("flows_per_host", 1), max_flows, len(made))
         bmade = _pairs(ctx, bpath, bpattern, rest, table_seed(seed, bgroup), bparams)
         bkeys = dict(keys)
         bkeys.update({k: b[k] for k in FLOW_KEYS_OF_TRAFFIC if k in b})
@@ -407,12 +407,15 @@ def _host_list(ctx: Checker, path: str, t: Mapping[str, Any], all_hosts: list[st
     return out
 
 
-def _guard(ctx: Checker, path: str, pattern: str, n: int, flows_per_host: int, max_flows: int) -> None:
-    """Refuse, before making them, more flows than *max_flows* (all_to_all, uniform)."""
+def _guard(ctx: Checker, path: str, pattern: str, n: int, flows_per_host: int, max_flows: int,
+           made: int = 0) -> None:
+    """Refuse, before making them, more flows than *max_flows* (all_to_all, uniform),
+    *made* flows of the table's hot spot included."""
     count = n * (n - 1) if pattern == "all_to_all" else n * flows_per_host
-    if count > max_flows:
-        raise ctx.err(join(path, "max_flows"), "%s of %d hosts makes %d flows, more than max_flows = %d "
-                      "(raise it to allow)" % (pattern, n, count, max(max_flows, 0)))
+    if made + count > max_flows:
+        raise ctx.err(join(path, "max_flows"), "%s of %d hosts makes %d flows%s, more than max_flows = %d "
+                      "(raise it to allow)" % (pattern, n, count, " (and the hot spot %d)" % made if made else "",
+                                               max_flows))
 
 
 def _pairs(ctx: Checker, path: str, pattern: str, hosts: list[str], seed: int, params: dict[str, Any]) -> list[Pair]:
