@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from ..units import PS_PER_NS, ib_rate
 from .vlarb import VLArbiter
 
-__all__ = ["LinkParams", "VLArbTable", "SwitchParams", "HCAParams", "FlowSpec"]
+__all__ = ["LinkParams", "VLArbTable", "SwitchParams", "HCAParams", "SizeDist", "FlowSpec", "MAX_MESSAGE"]
+
+MAX_MESSAGE = 2**31                         # the largest message: IBA's DMA length is 32 bits (2 GiB here)
 
 
 @dataclass
@@ -77,6 +79,28 @@ class HCAParams:
     data_vls: int = 1
     vlarb: VLArbTable = field(default_factory=VLArbTable)
 
+@dataclass
+class SizeDist:
+    """A distribution of message sizes in bytes (issue 15 Deliver 4), drawn per message by
+    :class:`ibemu.fabric.traffic.MessageSizes`: ``kind`` "exponential" (``mean``; a draw is
+    rounded to whole bytes and kept within [``low``, ``high``]), "uniform" (integers in
+    [``low``, ``high``], both included) or "choice" (one of ``values``, with ``weights``;
+    None: equal weights)."""
+    kind: str
+    mean: float = 0.0
+    low: int = 1
+    high: int = MAX_MESSAGE
+    values: list[int] = field(default_factory=list)
+    weights: list[float] | None = None
+
+    def mean_size(self) -> float:
+        """The mean message size in bytes (for an exponential, the untruncated mean)."""
+        if self.kind == "exponential":
+            return self.mean
+        if self.kind == "uniform":
+            return (self.low + self.high) / 2
+        w = self.weights or [1.0] * len(self.values)
+        return sum(v * x for v, x in zip(self.values, w)) / sum(w)
 
 
 @dataclass
@@ -86,8 +110,9 @@ class FlowSpec:
     dst: str
     transport: str = "rc"                   # rc | ud
     op: str = "send"                        # send | write | read
-    pattern: str = "greedy"                 # greedy | messages | onoff
-    message_size: int = 2048                # bytes per message
+    pattern: str = "greedy"                 # greedy | messages | onoff | poisson
+    message_size: int = 2048                # bytes per message (size_dist None)
+    size_dist: SizeDist | None = None       # message sizes drawn per message; None: message_size
     count: int | None = None                # messages (pattern "messages")
     start: int = 0                          # ps
     stop: int | None = None                 # ps; None: end of run
@@ -97,5 +122,6 @@ class FlowSpec:
     sl: int = 0
     mean_on: int | None = None              # ps, pattern "onoff" (exponential)
     mean_off: int | None = None
+    mean_interarrival: int | None = None    # ps, pattern "poisson" (exponential interarrival times)
     group: str | None = None                # label for aggregate series (e.g. "local")
     pkey: int = 0xFFFF                      # the P_Key its packets carry (default partition, full member)

@@ -38,10 +38,12 @@ from .nodes import (
 from .output import DEFAULT_MEMORY_LIMIT, check_memory, parse_output
 from .overrides import apply_overrides
 from .templates import apply_template
+from .traffic import parse_traffic
 
 __all__ = ["TOP_KEYS", "MAX_FILE", "load_scenario", "read_scenario_file", "scenario_from_dict"]
 
-TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc", "faults")
+TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc", "faults",
+            "traffic")
 MAX_FILE = 16 * 2**20       # a scenario file is a few KiB; a larger one is a mistake, not read into memory
 
 _KINDS = ((stat.S_ISDIR, "is a directory, not a scenario file"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
@@ -167,6 +169,7 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
     switch_port_tables(ctx, sraw, switches, hcas, used, max_mtu)
 
     flows = parse_flows(ctx, raw.get("flow", []), names.kind, links)
+    flows += parse_traffic(ctx, raw.get("traffic", []), [h.name for h in hcas], names.kind, links, seed, flows)
     out = parse_output(ctx, raw.get("output", {}), labels, flows)
     check_memory(ctx, duration, out, len(labels), len(flows), memory_limit)
     cc = parse_cc_table(ctx, raw, names.kind)

@@ -46,6 +46,7 @@ class RCRequester(FlowSource):
         self.psn = 0
         self.una = 0                        # oldest unacknowledged PSN
         self.msg_left = 0                   # bytes of the current message not yet sent
+        self.msg_size = 0                   # bytes of the current message (the generator's size)
         self.msg_no = -1                    # index of the current message
         self.max_reads = max_reads
         self.reads_out = 0
@@ -89,7 +90,7 @@ class RCRequester(FlowSource):
             return len(self._redo[0][2])
         if self.op == "read":
             return wire_size(0, RETH_LEN)
-        left = self.msg_left or self.flow.message_size
+        left = self.msg_left or self.gen.size()
         first = self.msg_left == 0
         return wire_size(min(left, self.hca.mtu), RETH_LEN if (self.op == "write" and first) else 0)
 
@@ -98,8 +99,7 @@ class RCRequester(FlowSource):
             return self._resend(now)
         mtu = self.hca.mtu
         if self.msg_left == 0:
-            self.gen.taken()
-            self.msg_left = self.flow.message_size
+            self.msg_size = self.msg_left = self.gen.taken()
             self.msg_no += 1
             first = True
             self.hca.recorder.message_start(self.name, self.msg_no, now)
@@ -126,11 +126,11 @@ class RCRequester(FlowSource):
                 opcode = (OP.RC_RDMA_WRITE_ONLY if last else OP.RC_RDMA_WRITE_FIRST) if first else \
                          (OP.RC_RDMA_WRITE_LAST if last else OP.RC_RDMA_WRITE_MIDDLE)
                 if first:
-                    ext = {"RETH": {"va": 0, "r_key": 0, "dma_len": self.flow.message_size}}
+                    ext = {"RETH": {"va": 0, "r_key": 0, "dma_len": self.msg_size}}
             else:
                 opcode = (OP.RC_SEND_ONLY if last else OP.RC_SEND_FIRST) if first else \
                          (OP.RC_SEND_LAST if last else OP.RC_SEND_MIDDLE)
-            offset = self.flow.message_size - self.msg_left
+            offset = self.msg_size - self.msg_left
             payload = self._payload(n, self.msg_no, offset)
             if self.integrity is not None:
                 self.integrity.tx(self.name, payload, last)

@@ -41,11 +41,10 @@ class UDSender(FlowSource):
         return self._paced(now)
 
     def next_size(self) -> int:
-        return wire_size(min(self.flow.message_size, self.hca.mtu), DETH_LEN)
+        return wire_size(min(self.gen.size(), self.hca.mtu), DETH_LEN)
 
     def next_packet(self, now: int) -> bytearray:
-        self.gen.taken()
-        n = min(self.flow.message_size, self.hca.mtu)
+        n = min(self.gen.taken(), self.hca.mtu)
         payload = self._payload(n, self.psn, 0)
         if self.integrity is not None:
             self.integrity.tx(self.name, payload, True)
