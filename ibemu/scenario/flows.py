@@ -14,7 +14,7 @@ from .nodes import pkey
 __all__ = ["FLOW_KEYS", "parse_flows"]
 
 FLOW_KEYS = ("name", "src", "dst", "transport", "op", "pattern", "message_size", "count", "start",
-             "stop", "window", "ipd", "rate", "rate_fraction", "sl", "mean_on", "mean_off", "group", "pkey")
+             "stop", "window", "ipd", "rate", "rate_fraction", "sl", "mean_on", "mean_off", "group", "pkey", "path")
 
 
 def parse_flows(ctx: Checker, entries: Any, nodes: dict[str, str], links: list[LinkSpec]) -> list[FlowSpec]:
@@ -118,5 +118,7 @@ def parse_flows(ctx: Checker, entries: Any, nodes: dict[str, str], links: list[L
             fl.pkey = pkey(ctx, p("pkey"), f["pkey"])
         if "group" in f:
             fl.group = name(ctx, p("group"), f["group"])
+        if "path" in f:                 # LID offset under LMC > 0 (checked against routing.lmc)
+            fl.path = integer(ctx, p("path"), f["path"], 0, 127)
         flows.append(fl)
     return flows
