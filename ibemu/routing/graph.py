@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UserError
 
-__all__ = ["SubnetNode", "Subnet", "Routes"]
+__all__ = ["SubnetNode", "Subnet", "Routes", "levels", "balance"]
 
 Routes = dict[str, dict[int, int]]
 """Linear forwarding tables: switch name -> {destination LID: out port}."""
@@ -94,3 +94,41 @@ class Subnet:
         """(port, peer switch, peer port) of a switch's links to other switches, by port."""
         n = self.nodes[name]
         return [(p, q, qp) for p, (q, qp) in sorted(n.peers.items()) if self.nodes[q].switch and q != name]
+
+
+def levels(sn: Subnet) -> dict[str, int]:
+    """Fabric level of each switch (issue 15 naming): 1 for switches with CAs (leaves),
+    else 1 + the fewest switch hops to a leaf."""
+    from collections import deque
+    lvl = {s.name: 1 for s in sn.switches() if any(not sn.nodes[q].switch for q, _ in s.peers.values())}
+    todo = deque(lvl)
+    while todo:
+        u = todo.popleft()
+        for _, v, _ in sn.switch_peers(u):
+            if v not in lvl:
+                lvl[v] = lvl[u] + 1
+                todo.append(v)
+    return lvl
+
+
+def balance(sn: Subnet, lfts: Routes) -> list[tuple[int, int, int, int, int, int]]:
+    """Per switch level: (level, switches, up-ports, CA LIDs routed over them, the least
+    and the most on one up-port); an up-port leads to a switch of a higher level."""
+    lvl = levels(sn)
+    ca_lids = [lid for c in sn.cas() for lid in sn.lids(c.name)]
+    rows: dict[int, list[int]] = {}
+    nsw: dict[int, int] = {}
+    for s in sn.switches():
+        if s.name not in lvl:
+            continue
+        n = lvl[s.name]
+        nsw[n] = nsw.get(n, 0) + 1
+        ups = [p for p, (q, _) in s.peers.items() if q in lvl and lvl[q] > n]
+        lft = lfts.get(s.name, {})
+        counts = {p: 0 for p in ups}
+        for lid in ca_lids:
+            p = lft.get(lid)
+            if p in counts:
+                counts[p] += 1
+        rows.setdefault(n, []).extend(counts.values())
+    return [(n, nsw[n], len(c), sum(c), min(c, default=0), max(c, default=0)) for n, c in sorted(rows.items())]
