@@ -91,7 +91,7 @@ def test_lmc_run_uses_distinct_paths(tmp_path):
     raw["flow"][1]["path"] = 1
     scn = scenario_from_dict(raw)
     fab = build_fabric(scn)
-    (s0, r0), (s1, r1) = fab.qps["flow0"], fab.qps["flow1"]
+    (s0, _r0), (s1, r1) = fab.qps["flow0"], fab.qps["flow1"]
     assert (s0.dlid, s1.dlid) == (8, 9) and (r1.dlid, r1.slid) == (5, 9)
     lfts = scenario_routes(scn)
     assert lfts["L0"][8] != lfts["L0"][9]               # two spines

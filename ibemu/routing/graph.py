@@ -8,6 +8,7 @@ node GUID (IBA 14.2.5.6: one port GUID, port 0); a CA's port 1 GUID is given.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..errors import UserError
@@ -99,7 +100,6 @@ class Subnet:
 def levels(sn: Subnet) -> dict[str, int]:
     """Fabric level of each switch (issue 15 naming): 1 for switches with CAs (leaves),
     else 1 + the fewest switch hops to a leaf."""
-    from collections import deque
     lvl = {s.name: 1 for s in sn.switches() if any(not sn.nodes[q].switch for q, _ in s.peers.values())}
     todo = deque(lvl)
     while todo:

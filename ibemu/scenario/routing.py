@@ -81,7 +81,8 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
             raise ctx.err("hca[%d].lid" % i, "LID %d is not aligned to 2^LMC = %d (routing.lmc = %d): "
                           "use a multiple of %d" % (h.lid, n, spec.lmc, n))
         if h.lid + n - 1 >= 0xC000:
-            raise ctx.err("hca[%d].lid" % i, "LIDs %d..%d go beyond the unicast range (0xbfff)" % (h.lid, h.lid + n - 1))
+            raise ctx.err("hca[%d].lid" % i, "LIDs %d..%d go beyond the unicast range (0xbfff)"
+                          % (h.lid, h.lid + n - 1))
     for i, fl in enumerate(flows):
         p = getattr(fl, "path", None)
         if p is not None and p >= n:
