@@ -1,12 +1,10 @@
 """From a :class:`~ibemu.scenario.model.Scenario` to wired nodes: ports, buffers, forwarding
-tables (shortest paths, lowest port first on ties), queue pairs and generators.
+tables (the scenario's routing engine, :mod:`ibemu.routing`), queue pairs and generators.
 
 The result is driver-neutral: the virtual-time engine and the trio runtime both take a
 :class:`Fabric`.
 """
 from __future__ import annotations
-
-from collections import deque
 
 from .cc import install, node_class
 from .errors import UserError
@@ -19,7 +17,8 @@ from .fabric.qp import RCRequester, RCResponder, UDReceiver, UDSender
 from .fabric.recorder import Recorder
 from .fabric.switch import Switch
 from .fabric.traffic import make_generator
-from .scenario.model import Scenario
+from .routing import Routes, Subnet, check_credit_loops, route
+from .scenario.model import Scenario, node_guids
 from .wire.layout import MAX_HEADERS  # LRH, BTH, RETH, ICRC, VCRC
 
 
@@ -44,39 +43,53 @@ def _assign_ports(scn: Scenario):
 
 
 def switch_lids(scn: Scenario) -> dict[str, int]:
-    """LIDs of the switches' management port 0 (IBA 14.2.5): the lowest LIDs no HCA has,
-    in the order the switches are listed; MADs to a switch are addressed to it."""
-    taken = {h.lid for h in scn.hcas}
-    free = (n for n in range(1, 0xC000) if n not in taken)
+    """LIDs of the switches' management port 0 (IBA 14.2.5): the lowest LIDs no HCA has
+    (none of an HCA's 2^LMC LIDs), in the order the switches are listed; MADs to a switch
+    are addressed to it."""
+    n = 1 << scn.routing.lmc
+    taken = {h.lid + i for h in scn.hcas for i in range(n)}
+    free = (x for x in range(1, 0xC000) if x not in taken)
     return {s.name: next(free) for s in scn.switches}
 
 
-def _lfts(scn: Scenario, adj, sw_lids: dict[str, int]) -> dict[str, dict[int, int]]:
-    """Linear forwarding tables by breadth-first search from every HCA and switch."""
-    switches = {s.name for s in scn.switches}
-    lft = {s: {} for s in switches}
-    targets = [(h.name, h.lid) for h in scn.hcas] + sorted(sw_lids.items(), key=lambda kv: kv[1])
-    for name, lid in targets:
-        dist = {name: 0}
-        todo = deque([name])
-        while todo:
-            u = todo.popleft()
-            for _, v, _ in adj.get(u, ()):
-                if v not in dist:
-                    dist[v] = dist[u] + 1
-                    if v in switches:
-                        todo.append(v)
-        for s in switches:
-            if s not in dist or s == name:
-                continue
-            best = min(((dist[v], p) for p, v, _ in adj[s] if v in dist and dist[v] < dist[s]),
-                       default=None)
-            if best is not None:
-                lft[s][lid] = best[1]
+def subnet_of(scn: Scenario, sw_lids: dict[str, int] | None = None) -> Subnet:
+    """The scenario as the subnet manager sees it (:class:`ibemu.routing.Subnet`): its
+    port assignment, node GUIDs (:func:`~ibemu.scenario.model.node_guids`), LIDs, LMC."""
+    sw_lids = sw_lids if sw_lids is not None else switch_lids(scn)
+    guids = node_guids(scn)
+    links = [(link.a, pa, link.b, pb) for link, pa, pb in _assign_ports(scn)]
+    switches = {s.name: (guids[s.name], sw_lids[s.name], s.desc or s.name, s.ports or 0) for s in scn.switches}
+    cas = {h.name: (guids[h.name], guids[h.name] + 1, h.lid, h.desc or h.name) for h in scn.hcas}
+    return Subnet.build(links, switches, cas, scn.routing.lmc)
+
+
+def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes: list[str] | None = None,
+                    check: bool | None = None) -> Routes:
+    """The switches' LFTs: the scenario's routing engine (``[routing]``, OpenSM's
+    names; engine "file" reads ``lft_file``), then each switch's explicit ``lft``
+    entries, which win; then, if ``check_credit_loops`` (or *check*), the credit-loop
+    check over all CA-to-CA routes (:func:`ibemu.routing.check_credit_loops`)."""
+    rs = scn.routing
+    sn = subnet_of(scn, sw_lids)
+    text = None
+    if rs.engine == "file":
+        if rs.lft_file is None:
+            raise UserError("routing: engine 'file' needs routing.lft_file")
+        try:
+            with open(rs.lft_file, encoding="utf-8") as fh:
+                text = fh.read(64 * 2**20)
+        except OSError as e:
+            raise UserError("%s: cannot read the LFT file: %s" % (rs.lft_file, e.strerror or e)) from None
+        except UnicodeDecodeError:
+            raise UserError("%s: not UTF-8 text (an opensm-lfts.dump or ibroute output?)" % rs.lft_file) from None
+    lfts = route(sn, rs.engine, rs.roots, text, rs.lft_file or "<lfts>", notes)
     for s in scn.switches:
+        lfts.setdefault(s.name, {})
         if s.lft:
-            lft[s.name].update(s.lft)
-    return lft
+            lfts[s.name].update(s.lft)
+    if rs.check_credit_loops if check is None else check:
+        check_credit_loops(sn, lfts, rs.engine)
+    return lfts
 
 
 def _partitions(scn: Scenario, nodes) -> None:
@@ -102,6 +115,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         nodes[s.name].lid = sw_lids[s.name]
     for h in scn.hcas:
         nodes[h.name] = node_class(scn.cc, h.name)(h.name, h.lid, h.params, recorder)
+        nodes[h.name].lmc = scn.routing.lmc
 
     def vls_of(name):
         spec = sw_specs.get(name)
@@ -127,7 +141,6 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         return blocks
 
     wiring = {}
-    adj: dict[str, list] = {}
     link_capacity = {}
     link_ends = {}
     for link, pa, pb in _assign_ports(scn):
@@ -144,18 +157,16 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         for (x, px), (y, py) in (((a, pa), (b, pb)), ((b, pb), (a, pa))):   # issue 14: FCCL limits
             for vl, tx in enumerate(x.ports[px].tx):
                 tx.limit = y.ports[py].rx[vl].capacity
-        adj.setdefault(link.a, []).append((pa, link.b, lp))
-        adj.setdefault(link.b, []).append((pb, link.a, lp))
         link_capacity[label_ab] = lp.rate
         link_capacity[label_ba] = lp.rate
         link_ends[label_ab] = (link.a, pa, link.b, pb)
         link_ends[label_ba] = (link.b, pb, link.a, pa)
 
-    for name, table in _lfts(scn, adj, sw_lids).items():
+    for name, table in scenario_routes(scn, sw_lids).items():
         nodes[name].lft = table
 
     fabric = Fabric(nodes, wiring, link_capacity, {}, link_ends)
-    for flow in scn.flows:
+    for index, flow in enumerate(scn.flows):
         src, dst = nodes[flow.src], nodes[flow.dst]
         if src.port is None or dst.port is None:
             raise UserError("flow %s: %s and %s must both be attached by a link" % (flow.name, flow.src, flow.dst))
@@ -163,20 +174,23 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         qs, qd = src.new_qpn(), dst.new_qpn()
         vl_s, vl_d = flow.sl % len(src.port.tx), flow.sl % len(dst.port.tx)
         gen = make_generator(flow, scn.seed)
+        off = flow.path if flow.path is not None else index % (1 << scn.routing.lmc)   # LMC path per QP
         if flow.transport == "ud":
-            snd = UDSender(src, flow, qs, qd, dst.lid, vl_s, gen)
+            snd = UDSender(src, flow, qs, qd, dst.lid + off, vl_s, gen)
             rcv = UDReceiver(dst, flow, qd, qs, vl_d)
             src.senders.append(snd)
             src.qps[qs] = snd               # for CNPs
             dst.qps[qd] = rcv
         else:
-            snd = RCRequester(src, flow, qs, qd, dst.lid, vl_s, gen)
-            rcv = RCResponder(dst, flow, qd, qs, src.lid, vl_d, dst.params.ack_every)
+            snd = RCRequester(src, flow, qs, qd, dst.lid + off, vl_s, gen)
+            rcv = RCResponder(dst, flow, qd, qs, src.lid + off, vl_d, dst.params.ack_every)
+            rcv.slid = dst.lid + off
             src.senders.append(snd)
             src.qps[qs] = snd
             dst.qps[qd] = rcv
             if flow.op == "read":
                 dst.senders.append(rcv)
+        snd.slid = src.lid + off
         fabric.qps[flow.name] = (snd, rcv)
     install(fabric, scn.cc, scn.seed, scn.output.bin)
     _partitions(scn, nodes)

@@ -101,6 +101,39 @@ def _cmd_reproduce(args) -> int:
     return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
 
 
+def _cmd_routes(args) -> int:
+    """``ibemu routes``: the scenario's LFTs from its routing engine (or --engine/--lmc),
+    written in OpenSM's or ibroute's format, and a balance table per switch level."""
+    from .build import scenario_routes, subnet_of, switch_lids
+    from .routing import write_ibroute, write_opensm
+    from .routing.graph import balance
+    from .scenario.read import load_scenario
+    scn = load_scenario(args.scenario)
+    if args.engine:
+        scn.routing.engine = args.engine
+    if args.lmc is not None:
+        scn.routing.lmc = args.lmc
+        n = 1 << args.lmc
+        for h in scn.hcas:
+            if h.lid % n:
+                raise UserError("%s: HCA %s's LID %d is not aligned to 2^LMC = %d" % (args.scenario, h.name, h.lid, n))
+    notes: list[str] = []
+    sw_lids = switch_lids(scn)
+    lfts = scenario_routes(scn, sw_lids, notes)
+    sn = subnet_of(scn, sw_lids)
+    for note in notes:
+        print(note)
+    if args.dump:
+        text = (write_ibroute if args.format == "ibroute" else write_opensm)(sn, lfts)
+        Path(args.dump).write_text(text, encoding="utf-8")
+        print("LFTs of %d switches written to %s (%s format)" % (len(lfts), args.dump, args.format))
+    print("routing %s, lmc %d: CA LIDs routed per up-port" % (scn.routing.engine, scn.routing.lmc))
+    print("%-6s %9s %9s %8s %5s %5s" % ("level", "switches", "up-ports", "routes", "min", "max"))
+    for lvl, nsw, nports, total, lo, hi in balance(sn, lfts):
+        print("%-6d %9d %9d %8d %5d %5d" % (lvl, nsw, nports, total, lo, hi))
+    return 0
+
+
 def _cmd_perfquery(args) -> int:
     if args.live:
         from .runtime.mgmt import live_perfquery
@@ -167,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--full", action="store_true",
                     help="the papers' whole sweeps (long) instead of the CI-sized ones")
     rp.set_defaults(func=_cmd_reproduce)
+
+    ro = sub.add_parser("routes", help="the scenario's forwarding tables (OpenSM's engines) and their balance")
+    ro.add_argument("scenario", help="scenario TOML file")
+    ro.add_argument("--engine", choices=("minhop", "updn", "ftree", "file"), help="routing engine (default: [routing])")
+    ro.add_argument("--lmc", type=int, choices=range(8), metavar="N", help="LMC 0..7 (default: [routing])")
+    ro.add_argument("--dump", metavar="FILE", help="write the LFTs to FILE")
+    ro.add_argument("--format", choices=("opensm", "ibroute"), default="opensm",
+                    help="dump format: opensm-lfts.dump (default) or ibroute output")
+    ro.set_defaults(func=_cmd_routes)
 
     pq = sub.add_parser("perfquery", help="a port's counters in perfquery format, from a run's output folder")
     pq.add_argument("run", help="output folder of a finished run (holding results.json)")

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ibemu"
-CORE = ["ibemu/sim", "ibemu/fabric", "ibemu/wire", "ibemu/cc"]
+CORE = ["ibemu/sim", "ibemu/fabric", "ibemu/wire", "ibemu/cc", "ibemu/routing"]
 
 
 def _tool(name: str) -> str:

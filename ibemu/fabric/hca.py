@@ -46,6 +46,7 @@ class HCA(Node):
     def __init__(self, name: str, lid: int, params: HCAParams, recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.lid = lid
+        self.lmc = 0                        # 2^LMC LIDs lid .. lid + 2^LMC - 1 (base aligned; IBA 7.11.1)
         self.params = params
         self.mtu = params.mtu
         # the HCA's one port: None until add_port (build.py reports an HCA left without
@@ -137,13 +138,13 @@ class HCA(Node):
 
     def _acceptable(self, port: Port, frame: Buf, vl: int) -> bool:
         """End-node checks once the whole packet is in (issue 8): an IBA local packet
-        (LNH 2: ibemu's HCAs take no GRH) for this LID, a known OpCode whose headers fit,
+        (LNH 2: ibemu's HCAs take no GRH) for one of this port's 2^LMC LIDs, a known OpCode whose headers fit,
         a good ICRC (IBA 7.8, data integrity) -- else PortRcvErrors; a P_Key the port's table holds
         (IBA 10.9, always checked at an HCA; not on VL15, the subnet management lane,
         whose QP0 packets are exempt) -- else PortRcvConstraintErrors."""
         n = len(frame)
         ext = EXT_LEN.get(get_opcode(frame))
-        if (get_lnh(frame) != LNH_IBA_LOCAL or get_dlid(frame) != self.lid or ext is None
+        if (get_lnh(frame) != LNH_IBA_LOCAL or get_dlid(frame) >> self.lmc != self.lid >> self.lmc or ext is None
                 or n < PACKET_OVERHEAD + ext + get_padcnt(frame) or not icrc_ok(frame)):
             self.port_error(port, "PortRcvErrors")
             return False

@@ -125,3 +125,4 @@ class FlowSpec:
     mean_interarrival: int | None = None    # ps, pattern "poisson" (exponential interarrival times)
     group: str | None = None                # label for aggregate series (e.g. "local")
     pkey: int = 0xFFFF                      # the P_Key its packets carry (default partition, full member)
+    path: int | None = None                 # LMC path (LID offset) of its QPs; None: flow index mod 2^LMC

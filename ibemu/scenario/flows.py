@@ -21,7 +21,7 @@ __all__ = ["FLOW_KEYS", "PATTERNS", "parse_flows", "flow_options", "message_size
 
 FLOW_KEYS = ("name", "src", "dst", "transport", "op", "pattern", "message_size", "count", "start",
              "stop", "window", "ipd", "rate", "rate_fraction", "sl", "mean_on", "mean_off", "group", "pkey",
-             "mean_interarrival", "load")
+             "mean_interarrival", "load", "path")
 PATTERNS = ("greedy", "messages", "onoff", "poisson")
 SIZE_DISTS = ("exponential", "uniform", "choice")
 MAX_CHOICES = 1024
@@ -160,6 +160,8 @@ def flow_options(ctx: Checker, path: str, f: dict[str, Any], fl: FlowSpec, src_r
         fl.pkey = pkey(ctx, p("pkey"), f["pkey"])
     if "group" in f:
         fl.group = name(ctx, p("group"), f["group"])
+    if "path" in f:                 # LID offset under LMC > 0 (checked against routing.lmc)
+        fl.path = integer(ctx, p("path"), f["path"], 0, 127)
 
 
 def number(ctx: Checker, path: str, x: Any) -> float:

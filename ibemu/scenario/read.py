@@ -37,13 +37,14 @@ from .nodes import (
 )
 from .output import DEFAULT_MEMORY_LIMIT, check_memory, parse_output
 from .overrides import apply_overrides
+from .routing import parse_routing
 from .templates import apply_template
 from .traffic import parse_traffic
 
 __all__ = ["TOP_KEYS", "MAX_FILE", "load_scenario", "read_scenario_file", "scenario_from_dict"]
 
 TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc", "faults",
-            "traffic")
+            "traffic", "routing")
 MAX_FILE = 16 * 2**20       # a scenario file is a few KiB; a larger one is a mistake, not read into memory
 
 _KINDS = ((stat.S_ISDIR, "is a directory, not a scenario file"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
@@ -174,10 +175,13 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
     check_memory(ctx, duration, out, len(labels), len(flows), memory_limit)
     cc = parse_cc_table(ctx, raw, names.kind)
     faults = parse_faults(ctx, raw.get("faults"), links)
+    explicit = {i for i, h in enumerate(raw.get("hca", [])) if isinstance(h, dict) and "lid" in h}
+    routing = parse_routing(ctx, raw.get("routing"), switches, hcas, flows, source, explicit)
 
     resolved = copy.deepcopy(raw)
     resolved["scenario"] = {"name": scn_name, "duration": format_time(duration), "seed": seed}
     resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
                           "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
     return Scenario(name=scn_name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
-                    seed=seed, output=out, source=source, resolved=resolved, cc=cc, faults=faults)
+                    seed=seed, output=out, source=source, resolved=resolved, cc=cc, faults=faults,
+                    routing=routing)

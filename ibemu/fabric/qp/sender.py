@@ -46,6 +46,7 @@ class SenderBase:
         self.qpn = qpn
         self.remote_qpn = remote_qpn
         self.dlid = dlid
+        self.slid = hca.lid                 # base LID + path bits (LMC > 0, IBA 7.11.1); set by build
         self.vl = vl
         self.sl = flow.sl
         self.pkey = flow.pkey
@@ -128,7 +129,7 @@ class SenderBase:
 
     def _build(self, opcode: int, psn: int, **fields: Any) -> bytearray:
         """A packet of this QP's connection (addresses, QPN, VL, SL, P_Key filled in)."""
-        return build(dlid=self.dlid, slid=self.hca.lid, opcode=opcode, psn=psn,
+        return build(dlid=self.dlid, slid=self.slid, opcode=opcode, psn=psn,
                      destqp=self.remote_qpn, vl=self.vl, sl=self.sl, pkey=self.pkey, **fields)
 
     def _payload(self, n: int, msg: int, offset: int) -> bytes:

@@ -1,0 +1,91 @@
+"""The scenario's ``[routing]`` table (issue 15): which subnet-manager engine fills the
+switches' LFTs (OpenSM's names, REFERENCE-FABRICS §3), the LMC, the roots, an LFT file
+and the credit-loop check, validated into :class:`~ibemu.scenario.model.RoutingSpec`.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..fabric.params import FlowSpec
+from ..validate import Checker, boolean, integer, string, table, unknown_node
+from .model import HCASpec, RoutingSpec, SwitchSpec
+
+__all__ = ["ROUTING_KEYS", "ENGINES", "parse_routing"]
+
+ROUTING_KEYS = ("engine", "lmc", "roots", "lft_file", "check_credit_loops")
+ENGINES = ("minhop", "updn", "ftree", "file")
+
+
+def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list[HCASpec], flows: list[FlowSpec],
+                  source: str | None, explicit_lids: set[int] | frozenset[int] = frozenset(),
+                  path: str = "routing") -> RoutingSpec:
+    """Validate ``[routing]`` (schema in scenarios/README.md)::
+
+        [routing]
+        engine = "ftree"              # minhop (default) | updn | ftree | file
+        lmc = 0                       # 0..7: 2^LMC LIDs per HCA port, base LIDs aligned to 2^LMC
+        roots = ["S0", "S1"]          # switches: updn/ftree roots (default: found as OpenSM does)
+        lft_file = "lfts.dump"        # engine "file": opensm-lfts.dump or ibroute output,
+                                      # relative to the scenario file
+        check_credit_loops = true     # refuse a routing whose channel dependency graph has a cycle
+
+    Also checks the HCAs' base LIDs against the LMC and each flow's ``path``.  With
+    LMC > 0 the HCAs without a ``lid`` (indices not in *explicit_lids*) get, in list
+    order, the lowest free blocks of 2^LMC LIDs instead of consecutive LIDs.
+    """
+    t = table(ctx, path, raw if raw is not None else {}, ROUTING_KEYS)
+    spec = RoutingSpec()
+    spec.engine = string(ctx, path + ".engine", t.get("engine", "minhop"), ENGINES)
+    spec.lmc = integer(ctx, path + ".lmc", t.get("lmc", 0), 0, 7)
+    if "roots" in t:
+        rp = path + ".roots"
+        roots = t["roots"]
+        if not isinstance(roots, list):
+            raise ctx.err(rp, "expected an array of switch names, got %r" % (roots,))
+        kinds = {s.name: "switch" for s in switches} | {h.name: "hca" for h in hcas}
+        for i, r in enumerate(roots):
+            ip = "%s[%d]" % (rp, i)
+            r = string(ctx, ip, r)
+            if r not in kinds:
+                raise ctx.err(ip, unknown_node(r, kinds))
+            if kinds[r] != "switch":
+                raise ctx.err(ip, "%r is an HCA; roots are switches" % r)
+            if r in spec.roots:
+                raise ctx.err(ip, "%r is listed twice" % r)
+            spec.roots.append(r)
+        if spec.engine not in ("updn", "ftree"):
+            raise ctx.err(rp, "only used with engine 'updn' or 'ftree' (engine is %r)" % spec.engine)
+    if "lft_file" in t:
+        f = string(ctx, path + ".lft_file", t["lft_file"])
+        if spec.engine != "file":
+            raise ctx.err(path + ".lft_file", "only used with engine 'file' (engine is %r)" % spec.engine)
+        base = os.path.dirname(source) if source else ""
+        spec.lft_file = os.path.join(base, f)
+    elif spec.engine == "file":
+        raise ctx.err(path + ".lft_file", "missing (engine 'file' loads the LFTs from it)")
+    spec.check_credit_loops = boolean(ctx, path + ".check_credit_loops", t.get("check_credit_loops", True))
+    n = 1 << spec.lmc
+    if n > 1:
+        taken = {lid for i, h in enumerate(hcas) if i in explicit_lids for lid in range(h.lid, h.lid + n)}
+        nxt = n
+        for i, h in enumerate(hcas):
+            if i in explicit_lids:
+                continue
+            while any(x in taken for x in range(nxt, nxt + n)):
+                nxt += n
+            h.lid = nxt
+            taken.update(range(nxt, nxt + n))
+    for i, h in enumerate(hcas):
+        if h.lid % n:
+            raise ctx.err("hca[%d].lid" % i, "LID %d is not aligned to 2^LMC = %d (routing.lmc = %d): "
+                          "use a multiple of %d" % (h.lid, n, spec.lmc, n))
+        if h.lid + n - 1 >= 0xC000:
+            raise ctx.err("hca[%d].lid" % i, "LIDs %d..%d go beyond the unicast range (0xbfff)"
+                          % (h.lid, h.lid + n - 1))
+    for i, fl in enumerate(flows):
+        p = getattr(fl, "path", None)
+        if p is not None and p >= n:
+            raise ctx.err("flow[%d].path" % i, "path %d needs routing.lmc >= %d (2^LMC paths, 0..%d)"
+                          % (p, max(1, p.bit_length()), n - 1))
+    return spec
