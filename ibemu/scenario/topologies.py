@@ -37,6 +37,7 @@ from ..validate import suggest
 
 __all__ = ["TemplateParamError", "MAX_LMC", "MAX_PORTS", "MAX_UNICAST_LID", "host_name", "host_lid",
            "xgft_counts", "xgft_sections", "kary_ntree_sections", "fat_tree2_sections", "leaf_spine_sections",
+           "check_xgft", "expand_xgft", "expand_kary_ntree", "expand_fat_tree2", "expand_leaf_spine",
            "TOPOLOGY_TEMPLATES"]
 
 MAX_LMC = 7                 # IBA PortInfo:LMC is 3 bits (2^7 = 128 LIDs per port)
@@ -239,8 +240,8 @@ def _common(p: dict[str, Any], h: int, hosts: int, switches: int, size_key: str
     need = max(((hosts + 1) << lmc) - 1, (hosts << lmc) + switches)    # top host LID; LIDs taken
     if need > MAX_UNICAST_LID:
         raise TemplateParamError("lmc" if lmc and (hosts + switches) <= MAX_UNICAST_LID else size_key,
-                                 "%d hosts (%d LIDs each, LMC %d) and %d switches need LIDs up to %d, "
-                                 "beyond the unicast LIDs 1..%d" % (hosts, 1 << lmc, lmc, switches, need, MAX_UNICAST_LID))
+                                 "%d hosts (%d LIDs each, LMC %d) and %d switches need LIDs up to %d, beyond "
+                                 "the unicast LIDs 1..%d" % (hosts, 1 << lmc, lmc, switches, need, MAX_UNICAST_LID))
     kw: dict[str, Any] = {"lmc": lmc}
     norm: dict[str, Any] = {"lmc": lmc}
     if p.get("rates") is not None:
@@ -315,8 +316,9 @@ def expand_fat_tree2(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 def expand_leaf_spine(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Template ``leaf_spine``: leaves, hosts_per_leaf, spines, and either uplinks (per leaf, a multiple of spines; default spines) or
-    oversubscription (hosts_per_leaf / uplinks, e.g. 2 for 2:1); lmc, rates, propagations."""
+    """Template ``leaf_spine``: leaves, hosts_per_leaf, spines, and either uplinks (per leaf,
+    a multiple of spines; default spines) or oversubscription (hosts_per_leaf / uplinks, e.g.
+    2 for 2:1); lmc, rates, propagations."""
     _known(params, ("leaves", "hosts_per_leaf", "spines", "uplinks", "oversubscription") + COMMON,
            ("leaves", "hosts_per_leaf", "spines"))
     leaves = _int("leaves", params["leaves"], 1, MAX_PORTS)
