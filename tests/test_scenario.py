@@ -217,7 +217,7 @@ MISTAKES = [
     ("two rate limits", lambda t: t + "ipd = 1\nrate_fraction = 0.5\n",
      "scen.toml: flow[0].rate_fraction: give only one of ipd, rate, rate_fraction"),
     ("unknown template", lambda t: '[template]\nname = "fig9"\n',
-     "scen.toml: template.name: unknown template 'fig9' (known: santos_fig1)"),
+     "scen.toml: template.name: unknown template 'fig9' (known: fat_tree2, kary_ntree, leaf_spine, santos_fig1, xgft)"),
     ("template parameter", lambda t: '[template]\nname = "santos_fig1"\nl = 3\n',
      "scen.toml: template.l: unknown key (did you mean 'L'?)"),
     ("template conflict", lambda t: '[template]\nname = "santos_fig1"\nduration = "5ms"\n'

@@ -2,7 +2,10 @@
 :class:`~ibemu.scenario.model.Scenario` as the equivalent TOML file.
 
 ``santos_fig1()`` expands the ``santos_fig1`` template (seed 003 Figure 1,
-:mod:`ibemu.scenario.templates`); ``quickstart()`` is ``scenarios/quickstart.toml``.
+:mod:`ibemu.scenario.templates`); ``quickstart()`` is ``scenarios/quickstart.toml``;
+``kary_ntree()``, ``xgft()``, ``fat_tree2()`` and ``leaf_spine()`` expand the fat-tree
+templates of :mod:`ibemu.scenario.topologies` (issue 15; names, LIDs and ports in
+docs/fabrics.md).
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 from .model import Scenario
 from .read import scenario_from_dict
 
-__all__ = ["santos_fig1", "quickstart", "QUICKSTART"]
+__all__ = ["santos_fig1", "quickstart", "QUICKSTART", "kary_ntree", "xgft", "fat_tree2", "leaf_spine"]
 
 
 def _t(x: float | str, unit: str) -> str:
@@ -81,3 +84,61 @@ def quickstart(duration_ms: float = 2, seed: int = 1) -> Scenario:
     raw = copy.deepcopy(QUICKSTART)
     raw["scenario"].update(duration=_t(duration_ms, "ms"), seed=seed)
     return scenario_from_dict(raw, label="quickstart()")
+
+
+def _fabric(template: str, params: dict[str, Any], duration: float | str, name: str | None, seed: int,
+            flows: list[dict[str, Any]] | None, sections: dict[str, Any] | None) -> Scenario:
+    """A scenario from topology *template* with *params* (None values left out): *duration*
+    in ms (or a time string), *flows* as [[flow]] tables, *sections*: other raw sections
+    ({"traffic": [...], "routing": {...}, "defaults": {...}, "output": {...}, "cc": {...}})."""
+    raw: dict[str, Any] = copy.deepcopy(sections) if sections else {}
+    raw["scenario"] = {**raw.get("scenario", {}), "name": name or template, "duration": _t(duration, "ms"),
+                       "seed": seed}
+    raw["template"] = {"name": template, **{k: v for k, v in params.items() if v is not None}}
+    if flows:
+        raw["flow"] = list(raw.get("flow", [])) + [dict(f) for f in flows]
+    return scenario_from_dict(raw, label="%s()" % template)
+
+
+def _levels(x: Any) -> Any:
+    return list(x) if isinstance(x, (list, tuple)) else x
+
+
+def kary_ntree(k: int, n: int, duration: float | str = 1, *, lmc: int = 0, rates: Any = None,
+               propagations: Any = None, name: str | None = None, seed: int = 1,
+               flows: list[dict[str, Any]] | None = None, sections: dict[str, Any] | None = None) -> Scenario:
+    """The k-ary n-tree (k^n hosts h0.., n*k^(n-1) switches sw<level>_<index>), template
+    ``kary_ntree``.  *rates*/*propagations*: one value or one per level 1..n; *duration* in
+    ms; *flows*: [[flow]] tables; *sections*: other raw sections.  Raises ScenarioError."""
+    return _fabric("kary_ntree", {"k": k, "n": n, "lmc": lmc, "rates": _levels(rates),
+                                  "propagations": _levels(propagations)}, duration, name, seed, flows, sections)
+
+
+def xgft(m: list[int], w: list[int], duration: float | str = 1, *, lmc: int = 0, rates: Any = None,
+         propagations: Any = None, name: str | None = None, seed: int = 1,
+         flows: list[dict[str, Any]] | None = None, sections: dict[str, Any] | None = None) -> Scenario:
+    """XGFT(h; m1..mh; w1..wh) with h = len(m), w1 = 1, template ``xgft`` (see
+    :func:`kary_ntree` for the other arguments)."""
+    return _fabric("xgft", {"m": list(m), "w": list(w), "lmc": lmc, "rates": _levels(rates),
+                            "propagations": _levels(propagations)}, duration, name, seed, flows, sections)
+
+
+def fat_tree2(radix: int, leaves: int | None = None, duration: float | str = 1, *, lmc: int = 0,
+              rates: Any = None, propagations: Any = None, name: str | None = None, seed: int = 1,
+              flows: list[dict[str, Any]] | None = None, sections: dict[str, Any] | None = None) -> Scenario:
+    """The two-level fat tree of radix-*radix* switches (leaves L0.. of radix/2 hosts,
+    radix/2 spines S0..; *leaves* default radix: radix^2/2 hosts), template ``fat_tree2``."""
+    return _fabric("fat_tree2", {"radix": radix, "leaves": leaves, "lmc": lmc, "rates": _levels(rates),
+                                 "propagations": _levels(propagations)}, duration, name, seed, flows, sections)
+
+
+def leaf_spine(leaves: int, hosts_per_leaf: int, spines: int, duration: float | str = 1, *,
+               uplinks: int | None = None, oversubscription: float | None = None, lmc: int = 0,
+               rates: Any = None, propagations: Any = None, name: str | None = None, seed: int = 1,
+               flows: list[dict[str, Any]] | None = None, sections: dict[str, Any] | None = None) -> Scenario:
+    """Leaf-spine: *uplinks* per leaf (a multiple of *spines*; default *spines*) or an
+    *oversubscription* hosts_per_leaf : uplinks, template ``leaf_spine``."""
+    return _fabric("leaf_spine", {"leaves": leaves, "hosts_per_leaf": hosts_per_leaf, "spines": spines,
+                                  "uplinks": uplinks, "oversubscription": oversubscription, "lmc": lmc,
+                                  "rates": _levels(rates), "propagations": _levels(propagations)},
+                   duration, name, seed, flows, sections)

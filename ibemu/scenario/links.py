@@ -1,17 +1,19 @@
 """The links of a scenario: ``[[link]]`` entries over ``[defaults.link]``, their ports
 (given as ``node:port`` or assigned: the next free one from 1; port 0 is a switch's
-management port) and their labels in results (``a->b`` / ``b->a``, or a name).
+management port), their labels in results (``a->b`` / ``b->a``, or a name) and their
+fabric levels (``levels = ["up1", "down1"]``, issue 15).
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..fabric.params import LinkParams
-from ..units import ascii_digits, parse_rate, parse_time
+from ..units import ascii_digits, describe, parse_rate, parse_time
 from ..validate import Checker, identifier, join, merged, string, table, tables, unknown_node
 from .model import LinkSpec
 
-__all__ = ["LINK_KEYS", "link_params", "parse_links", "label_paths"]
+__all__ = ["LINK_KEYS", "link_params", "link_levels", "parse_links", "label_paths"]
 
 LINK_KEYS = ("rate", "propagation", "fc_period", "flow_control")
 FLOW_CONTROL = ("wire", "ideal")
@@ -38,6 +40,26 @@ def link_params(ctx: Checker, items: dict[str, tuple[Any, str]]) -> LinkParams:
     return p
 
 
+_LEVEL_RE = re.compile(r"(up|down)([1-9][0-9]?)")
+
+
+def link_levels(ctx: Checker, path: str, v: Any) -> tuple[str, str]:
+    """A link's ``levels``: the fabric level of its a->b and b->a directions, ["up<i>",
+    "down<i>"] or ["down<i>", "up<i>"] (issue 15: hosts are level 0, leaves level 1, ...;
+    a->b going up from level i-1 to level i is "up<i>")."""
+    if not isinstance(v, list) or len(v) != 2:
+        raise ctx.err(path, "expected two level names such as [\"up1\", \"down1\"], got %s" % describe(v))
+    ms = []
+    for i, x in enumerate(v):
+        m = _LEVEL_RE.fullmatch(string(ctx, join(path, i), x))
+        if not m:
+            raise ctx.err(join(path, i), "bad level %r (expected \"up<i>\" or \"down<i>\", i = 1..99)" % x)
+        ms.append(m)
+    if ms[0][1] == ms[1][1] or ms[0][2] != ms[1][2]:
+        raise ctx.err(path, "the two directions must be up<i> and down<i> of one level i, got %r, %r" % (v[0], v[1]))
+    return v[0], v[1]
+
+
 def parse_links(ctx: Checker, entries: Any, nodes: dict[str, str], where: dict[str, str],
                 ports_of: dict[str, int | None], dl: dict[str, Any]
                 ) -> tuple[list[LinkSpec], dict[tuple[str, int], str]]:
@@ -49,7 +71,7 @@ def parse_links(ctx: Checker, entries: Any, nodes: dict[str, str], where: dict[s
     lraw = tables(ctx, "link", entries)
     for i, ln in enumerate(lraw):
         path = join("link", i)
-        table(ctx, path, ln, ("a", "b", "name") + LINK_KEYS, ("a", "b"))
+        table(ctx, path, ln, ("a", "b", "name", "levels") + LINK_KEYS, ("a", "b"))
         ends: list[tuple[str, int | None]] = []
         for side in ("a", "b"):
             epath = "%s.%s" % (path, side)
@@ -81,7 +103,8 @@ def parse_links(ctx: Checker, entries: Any, nodes: dict[str, str], where: dict[s
             ends.append((node, pnum))
         lname = identifier(ctx, path + ".name", ln["name"]) if "name" in ln else None
         lp = link_params(ctx, merged(ln, path, dl, "defaults.link", LINK_KEYS))
-        links.append(LinkSpec(ends[0][0], ends[1][0], ends[0][1], ends[1][1], lp, lname))
+        levels = link_levels(ctx, path + ".levels", ln["levels"]) if "levels" in ln else None
+        links.append(LinkSpec(ends[0][0], ends[1][0], ends[0][1], ends[1][1], lp, lname, levels))
     for i, spec in enumerate(links):          # auto ports: next free, from 1 (0 is management)
         if spec.a_port is None:
             spec.a_port = _next_port(ctx, spec.a, i, used, nodes, where, ports_of)

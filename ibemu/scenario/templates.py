@@ -8,6 +8,10 @@ victim flow A_V -> B_V active in [40 ms, 60 ms] of a 100 ms run.  The Python bui
 (:mod:`ibemu.scenario.builders`) expand through the same code, so a Python-built
 scenario and the equivalent TOML file give equal :class:`~ibemu.scenario.model.Scenario`
 objects.
+
+The fat-tree templates ``kary_ntree``, ``xgft``, ``fat_tree2`` and ``leaf_spine`` (issue
+15) are :mod:`ibemu.scenario.topologies`; they write the fabric only (no flows, no
+duration).
 """
 from __future__ import annotations
 
@@ -16,17 +20,10 @@ from typing import Any
 
 from ..units import format_time, parse_rate, parse_time
 from ..validate import AnyKeys, Checker, join, string, suggest, table, tables
+from .topologies import TOPOLOGY_TEMPLATES, TemplateParamError
 
 __all__ = ["TemplateParamError", "SANTOS_FIG1_DEFAULTS", "SANTOS_FIG1_SUPERSEDES", "MESSAGE_SIZE",
            "TEMPLATES", "template_names", "expand_template", "apply_template"]
-
-
-class TemplateParamError(ValueError):
-    """A bad template parameter: ``key`` (None: unknown template) and ``reason``."""
-
-    def __init__(self, key: str | None, reason: str):
-        super().__init__(reason)
-        self.key, self.reason = key, reason
 
 
 # TOML parameter -> default.  Seed 003 section 3: L = 5, R = 1, 100 ms, flows start every
@@ -175,7 +172,8 @@ def _santos_fig1(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
 
 Expander = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
 TEMPLATES: dict[str, tuple[Expander, dict[str, tuple[str, ...]]]] = {
-    "santos_fig1": (_santos_fig1, SANTOS_FIG1_SUPERSEDES)}
+    "santos_fig1": (_santos_fig1, SANTOS_FIG1_SUPERSEDES),
+    **{name: (fn, {}) for name, fn in TOPOLOGY_TEMPLATES.items()}}
 
 
 def template_names() -> list[str]:
@@ -234,9 +232,23 @@ def apply_template(ctx: Checker, raw: dict[str, Any]) -> dict[str, Any]:
         d = table(ctx, "defaults", raw["defaults"], ("link", "switch", "hca"))
         for k, v in d.items():
             mine = table(ctx, "defaults." + k, v, AnyKeys())
-            gen.setdefault("defaults", {})[k] = {**gen["defaults"].get(k, {}), **mine}
+            gd = gen.setdefault("defaults", {})
+            gd[k] = {**gd.get(k, {}), **mine}
     for k in ("switch", "hca", "link", "flow"):
         if k in raw:
             gen[k] = gen.get(k, []) + tables(ctx, k, raw[k])
+    if "lmc" in normalized and isinstance(raw.get("routing"), dict) and "lmc" in raw["routing"] \
+            and raw["routing"]["lmc"] != normalized["lmc"]:
+        raise ctx.err("routing.lmc", "conflicts with template.lmc = %d, which also spaces the HCAs' LIDs by "
+                      "2^lmc; set template.lmc instead" % normalized["lmc"])
+    for k, v in raw.items():            # other sections ([routing], [faults], [[traffic]], ...) as written
+        if k in ("scenario", "output", "cc", "defaults", "switch", "hca", "link", "flow"):
+            continue
+        if isinstance(v, dict) and isinstance(gen.get(k), dict):
+            gen[k] = {**gen[k], **v}
+        elif isinstance(v, list) and isinstance(gen.get(k), list):
+            gen[k] = gen[k] + v
+        else:
+            gen[k] = v
     gen["template"] = {"name": tname, **normalized}
     return gen
