@@ -17,11 +17,13 @@ order)::
     opensm -o -e -f <log> -D 0x43 --dump_files_dir <dir> -R <engine> [-l 1]
 
 (``-o`` one sweep then exit; ``-D 0x43`` = errors, info and ROUTING, which makes it write
-``opensm-lfts.dump``), then ``ibnetdiscover`` and ``ibnetdiscover -p`` against the routed fabric.
+``opensm-lfts.dump``), then ``ibnetdiscover`` (and with ``-p`` ports, ``-g`` chassis grouping,
+``-f`` full details) against the routed fabric.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -88,7 +90,6 @@ def kary_ntree(k: int = 2, levels: int = 3) -> Net:
     """The k-ary n-tree of Petrini & Vanneschi (REFERENCE-FABRICS §5), k=2 n=3: 8 hosts,
     12 switches of 2k ports; ports 1..k down, k+1..2k up; all links 4x QDR."""
     n = Net()
-    import itertools
     words = list(itertools.product(range(k), repeat=levels - 1))
 
     def sw(w: tuple[int, ...], lvl: int) -> str:
@@ -146,7 +147,8 @@ def run_fabric(name: str, out_disc: Path, out_osm: Path, work: Path) -> None:
     netfile = work / ("%s.net" % name)
     netfile.write_text(net.text())
     sim_host = next(n for n, (kind, _, _) in net.nodes.items() if kind == "Hca")
-    sim = subprocess.Popen(["ibsim", "-s", str(netfile)], stdin=subprocess.PIPE, stdout=open(work / (name + ".ibsim.log"), "w"),
+    log = open(work / (name + ".ibsim.log"), "w")
+    sim = subprocess.Popen(["ibsim", "-s", str(netfile)], stdin=subprocess.PIPE, stdout=log,
                            stderr=subprocess.STDOUT, cwd=work, start_new_session=True)
     try:
         time.sleep(1.0)
@@ -170,7 +172,7 @@ def run_fabric(name: str, out_disc: Path, out_osm: Path, work: Path) -> None:
             subprocess.run(cmd, env=_env(d, sim_host), check=True, timeout=120, stdout=subprocess.DEVNULL)
             shutil.copy(d / "opensm-lfts.dump", out_osm / ("%s.%s.lfts.dump" % (name, engine)))
             if engine == engines[0]:
-                for args, suffix in (([], "txt"), (["-p"], "ports.txt")):
+                for args, suffix in (([], "txt"), (["-p"], "ports.txt"), (["-g"], "g.txt"), (["-f"], "f.txt")):
                     text = subprocess.run(["ibnetdiscover", *args], env=_env(d, sim_host), check=True, timeout=60,
                                           capture_output=True, text=True).stdout
                     (out_disc / ("%s.%s" % (name, suffix))).write_text(text)
@@ -178,6 +180,7 @@ def run_fabric(name: str, out_disc: Path, out_osm: Path, work: Path) -> None:
     finally:
         os.killpg(sim.pid, signal.SIGTERM)
         sim.wait(timeout=10)
+        log.close()
 
 
 def main() -> None:

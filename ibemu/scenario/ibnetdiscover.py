@@ -31,6 +31,7 @@ from typing import Any
 from ..units import LANE_DATA_BPS, WIDTHS, ib_rate
 from ..validate import MAX_NAME, ScenarioError
 from .model import Scenario, node_guids
+from .read import read_scenario_file
 
 __all__ = ["IBPort", "IBNode", "Topology", "parse_ibnetdiscover", "read_ibnetdiscover", "topology_sections",
            "write_ibnetdiscover", "rate_name", "sanitise_name", "scenario_toml", "switch_lid_note"]
@@ -45,7 +46,8 @@ _PORT_RE = re.compile(r'\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]+)\))?\s*"([^"
 _SW_TAIL = re.compile(r'"(.*)"\s+lid\s+(\d+)\s+(\S+)(?:\s.*)?')
 _CA_TAIL = re.compile(r'lid\s+(\d+)\s+lmc\s+(\d+)\s+"(.*)"\s+lid\s+(\d+)\s+(\S+)(?:\s.*)?')
 _SW_LID = re.compile(r'\s*(?:base|enhanced)\s+port\s+0\s+lid\s+(\d+)\s+lmc\s+(\d+)(?:\s.*)?')
-_GUID_RE = re.compile(r'(switchguid|caguid|rtguid|sysimgguid|vendid|devid)\s*=\s*0x([0-9a-fA-F]+)(?:\(([0-9a-fA-F]+)\))?\s*')
+_GUID_RE = re.compile(r'(switchguid|caguid|rtguid|sysimgguid|vendid|devid)\s*=\s*0x([0-9a-fA-F]+)'
+                      r'(?:\(([0-9a-fA-F]+)\))?\s*')
 _RATE_RE = re.compile(r'(\d+)x([A-Za-z0-9]+)')
 _ID_GUID = re.compile(r'[SHR]-([0-9a-fA-F]{1,16})')
 _BAD_CHARS = re.compile(r'[^A-Za-z0-9_.-]+')
@@ -117,7 +119,7 @@ def parse_ibnetdiscover(text: str, file: str = "<ibnetdiscover>") -> Topology:
             _port_line(topo, node, line, lineno)
             continue
         node = None
-        m = _GUID_RE.fullmatch(line)
+        m = _GUID_RE.fullmatch(line.partition("#")[0].strip())     # -g: "switchguid=0x..(..)\t# <chassis>"
         if m:
             if len(m[2]) > 16 or (m[3] and len(m[3]) > 16):
                 raise _err(file, lineno, "GUID %r longer than 64 bits" % line.partition("=")[2].strip())
@@ -191,7 +193,8 @@ def _port_line(topo: Topology, node: IBNode, line: str, lineno: int) -> None:
         raise _err(file, lineno, "unbalanced quote in %r" % _short(line))
     m = _PORT_RE.fullmatch(line)
     if not m:
-        raise _err(file, lineno, 'cannot read port line %r (expected [port] "<peer id>"[peer port] ...)' % _short(line))
+        raise _err(file, lineno, 'cannot read port line %r (expected [port] "<peer id>"[peer port] ...)'
+                   % _short(line))
     port, peer_port = int(m[1]), int(m[4])
     lo = 1
     if not lo <= port <= node.nports:
@@ -208,8 +211,8 @@ def _port_line(topo: Topology, node: IBNode, line: str, lineno: int) -> None:
         if tail:
             mt = _CA_TAIL.fullmatch(tail)
             if not mt:
-                raise _err(file, lineno, "cannot read %r (expected lid <L> lmc <M> \"<peer desc>\" lid <L> <width><speed>)"
-                           % _short(tail))
+                raise _err(file, lineno, "cannot read %r (expected lid <L> lmc <M> \"<peer desc>\" lid <L> "
+                                         "<width><speed>)" % _short(tail))
             p.lid, p.lmc, p.rate = int(mt[1]), int(mt[2]), mt[5]
     elif tail:
         mt = _SW_TAIL.fullmatch(tail)
@@ -268,12 +271,12 @@ def _pair_links(topo: Topology) -> None:
 
 def read_ibnetdiscover(path: str) -> Topology:
     """Parse the ibnetdiscover file at *path* (a regular file of at most 16 MiB)."""
-    from .read import read_scenario_file        # its checks of the file kind and size
     data = read_scenario_file(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ScenarioError(str(path), None, "not UTF-8 text (byte %d): is this ibnetdiscover output?" % e.start) from None
+        raise ScenarioError(str(path), None, "not UTF-8 text (byte %d): is this ibnetdiscover output?"
+                            % e.start) from None
     return parse_ibnetdiscover(text, str(path))
 
 
@@ -375,10 +378,16 @@ def topology_sections(topo: Topology, names: str = "desc", rate_from: str = "fil
     for nid, nm in sw_names.items():
         for port in topo.nodes[nid].ports:
             ends[nid, port] = nm
-    links: list[dict[str, Any]] = []
+    # links in a canonical order (not the file's discovery order): from the end listed first
+    # above (switches, then HCAs), by its port
+    order = {nm: i for i, nm in enumerate([e["name"] for e in switches] + [e["name"] for e in hcas])}
+    canon = []
     for (a, ap), (b, bp), rate, line in topo.links:
-        if topo.nodes[a].kind == "ca" and topo.nodes[b].kind == "ca":
-            pass                                    # back-to-back HCAs: a valid ibemu link too
+        if (order[ends[b, bp]], bp) < (order[ends[a, ap]], ap):
+            (a, ap), (b, bp) = (b, bp), (a, ap)
+        canon.append((order[ends[a, ap]], ap, (a, ap), (b, bp), rate, line))
+    links: list[dict[str, Any]] = []
+    for _, _, (a, ap), (b, bp), rate, line in sorted(canon, key=lambda c: (c[0], c[1])):
         entry = {"a": "%s:%d" % (ends[a, ap], ap if topo.nodes[a].kind == "switch" else 1),
                  "b": "%s:%d" % (ends[b, bp], bp if topo.nodes[b].kind == "switch" else 1)}
         if rate_from == "file" and rate:
@@ -391,7 +400,7 @@ def _rate_text(rate: int) -> str:
     """ibnetdiscover's ``4xQDR`` for a rate in bytes/s: the width and speed whose rate it is
     exactly, else the nearest (4x first)."""
     best: tuple[float, int, str] | None = None
-    for w, lanes in WIDTHS.items():
+    for w in WIDTHS:
         for sp in LANE_DATA_BPS:
             r = ib_rate("%s_%s" % (w, sp))
             key = (abs(r - rate) / rate, 0 if w == "4x" else 1, "%s%s" % (w, sp.upper()))

@@ -218,7 +218,7 @@ def node_identity(ctx: Checker, path: str, entry: dict[str, Any]) -> tuple[int |
                 raise ctx.err(gpath, "cannot read GUID %r (expected 16 hex digits such as \"0x0002c90000000001\")" % v)
             guid = int(t, 16)
         else:
-            guid = integer(ctx, gpath, v, 1)
+            guid = integer(ctx, gpath, v, 0)
         if not guid:
             raise ctx.err(gpath, "a GUID is not zero")
     if "desc" in entry:
