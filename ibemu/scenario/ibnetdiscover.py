@@ -305,8 +305,8 @@ def _by_lid(nodes: list[IBNode]) -> list[IBNode]:
     lowest LIDs the CAs leave (ibemu.build.switch_lids)."""
     def key(ix: tuple[int, IBNode]) -> tuple[int, int]:
         i, n = ix
-        lids = [n.lid] if n.kind == "switch" else [p.lid for p in n.ports.values()]
-        lids = [x for x in lids if x]
+        found = [n.lid] if n.kind == "switch" else [p.lid for p in n.ports.values()]
+        lids = [x for x in found if x]
         return (min(lids) if lids else 1 << 20, i)
     return [n for _, n in sorted(enumerate(nodes), key=key)]
 
