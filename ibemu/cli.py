@@ -150,6 +150,33 @@ def _cmd_ccconfig(args) -> int:
     return 0
 
 
+def _write_text(path: str | None, text: str) -> None:
+    """*text* to the file *path*, or to standard output when it is None or "-"."""
+    if path in (None, "-"):
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise OutputError.from_os(path, e) from None
+
+
+def _cmd_topology(args) -> int:
+    """``ibemu topology import|export``: ibnetdiscover text <-> a scenario's topology (issue 15)."""
+    from .scenario.ibnetdiscover import read_ibnetdiscover, scenario_toml, write_ibnetdiscover
+    if args.op == "import":
+        topo = read_ibnetdiscover(args.file)
+        _write_text(args.out, scenario_toml(topo, names=args.names, rate_from=args.rate_from,
+                                            duration=args.duration))
+        if args.out not in (None, "-"):
+            print("%d switches, %d HCAs, %d links written to %s (add [[flow]] or [[traffic]] tables)"
+                  % (len(topo.switches()), sum(len(n.ports) for n in topo.cas()), len(topo.links), args.out))
+        return 0
+    from .scenario import load_scenario
+    _write_text(args.out, write_ibnetdiscover(load_scenario(args.file)))
+    return 0
+
+
 def _default_limit() -> int:
     from .scenario.output import DEFAULT_MEMORY_LIMIT
     return DEFAULT_MEMORY_LIMIT
@@ -239,6 +266,21 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--lid", type=int, help="only packets from or to this LID")
     d.add_argument("--no-links", action="store_true", help="hide link flow-control packets")
     d.set_defaults(func=_cmd_decode)
+
+    tp = sub.add_parser("topology", help="import ibnetdiscover output as a scenario, or export a scenario's topology")
+    tsub = tp.add_subparsers(dest="op", metavar="import|export", required=True)
+    ti = tsub.add_parser("import", help="ibnetdiscover text -> a scenario TOML (topology only)")
+    ti.add_argument("file", help="ibnetdiscover output (infiniband-diags)")
+    ti.add_argument("-o", "--out", help="scenario file to write (default: standard output)")
+    ti.add_argument("--names", choices=("desc", "guid"), default="desc",
+                    help="node names from node descriptions (default) or the node GUIDs (S-<guid>, H-<guid>)")
+    ti.add_argument("--rate-from", choices=("file", "default"), default="file",
+                    help="link rates from the file's width and speed (default) or ibemu's default rate")
+    ti.add_argument("--duration", default="1ms", help="the scenario's duration (default 1ms)")
+    te = tsub.add_parser("export", help="a scenario's topology -> ibnetdiscover text (ibsim loads it)")
+    te.add_argument("file", help="scenario TOML file")
+    te.add_argument("-o", "--out", help="file to write (default: standard output)")
+    tp.set_defaults(func=_cmd_topology)
     return p
 
 

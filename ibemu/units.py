@@ -26,16 +26,22 @@ PS_PER_S = 1_000_000_000_000
 
 # data rate after encoding, bytes/s, per lane (IBA 5.x and the IBTA roadmap):
 # SDR 2.5 Gb/s 8b/10b, DDR 5, QDR 10 (8b/10b); FDR 14.0625 and EDR 25.78125 Gb/s with
-# 64b/66b; HDR 53.125 Gb/s PAM4 with 64b/66b framing after FEC (50 Gb/s data per lane).
+# 64b/66b; HDR 53.125 Gb/s PAM4 with 64b/66b framing after FEC (50 Gb/s data per lane);
+# NDR 106.25 Gb/s PAM4 (100 Gb/s data per lane), XDR 200 Gb/s data per lane (IBTA roadmap);
+# FDR10 (a Mellanox speed, ibnetdiscover prints it, REFERENCE-FABRICS §1) 10.3125 Gb/s with 64b/66b.
 LANE_DATA_BPS = {
     "sdr": 2.5e9 * 8 / 10,
     "ddr": 5e9 * 8 / 10,
     "qdr": 10e9 * 8 / 10,
+    "fdr10": 10.3125e9 * 64 / 66,
     "fdr": 14.0625e9 * 64 / 66,
     "edr": 25.78125e9 * 64 / 66,
     "hdr": 50e9,
+    "ndr": 100e9,
+    "xdr": 200e9,
 }
-WIDTHS = {"1x": 1, "4x": 4, "8x": 8, "12x": 12}
+# LinkWidthActive widths (IBA 14.2.5.6 PortInfo; 2x added with HDR)
+WIDTHS = {"1x": 1, "2x": 2, "4x": 4, "8x": 8, "12x": 12}
 
 # Bounds on every magnitude a scenario or the command line can give (issue 14 Deliver 4), so
 # that no value overflows an int64 (the time arrays of ibemu.results.metrics), a float
@@ -74,7 +80,7 @@ SIZE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1000, "kib": 1024, "mb": 10**
 _SIZE_RE = re.compile(r"\s*(%s)\s*([A-Za-z]+)\s*" % _NUM)
 _RATE_RE = re.compile(r"\s*(%s)\s*([kKMGT]?)(i?)(B|b|bit)(/s|ps)\s*" % _NUM)
 _PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-_IB_NAME = re.compile(r"\s*[0-9]+\s*x[\s_-]*[a-z]+\s*", re.I | re.ASCII)
+_IB_NAME = re.compile(r"\s*[0-9]+\s*x[\s_-]*[a-z]+(?:10)?\s*", re.I | re.ASCII)
 
 
 def describe(v: Any) -> str:

@@ -27,7 +27,7 @@ from ..validate import (
 from .model import HCASpec, SwitchSpec
 
 __all__ = ["SWITCH_KEYS", "HCA_KEYS", "MTUS", "DATA_VLS", "switch_params", "hca_params", "vlarb_table",
-           "pkey", "pkey_table", "NodeNames", "parse_hcas", "parse_switches", "switch_port_tables"]
+           "pkey", "pkey_table", "NodeNames", "node_identity", "parse_hcas", "parse_switches", "switch_port_tables"]
 
 SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "data_vls", "sl2vl", "vlarb",
                "enforce_pkeys", "pkeys")
@@ -204,13 +204,37 @@ class NodeNames:
         self.kind[nm], self.where[nm] = kind, path.rsplit(".", 1)[0]
 
 
+def node_identity(ctx: Checker, path: str, entry: dict[str, Any]) -> tuple[int | None, str | None]:
+    """A node's ``guid`` (NodeInfo NodeGUID, IBA 14.2.5.3: a non-zero 64-bit number, given as an
+    integer or a string "0x0002c90000000001" since TOML integers stop at 2^63 - 1) and ``desc``
+    (NodeDescription, IBA 14.2.5.2: at most 64 bytes of UTF-8), as ibnetdiscover shows them."""
+    guid = desc = None
+    if "guid" in entry:
+        v, gpath = entry["guid"], path + ".guid"
+        if isinstance(v, str):
+            t = v.strip().lower()
+            t = t[2:] if t.startswith("0x") else t
+            if not t or len(t) > 16 or any(c not in "0123456789abcdef" for c in t):
+                raise ctx.err(gpath, "cannot read GUID %r (expected 16 hex digits such as \"0x0002c90000000001\")" % v)
+            guid = int(t, 16)
+        else:
+            guid = integer(ctx, gpath, v, 0)
+        if not guid:
+            raise ctx.err(gpath, "a GUID is not zero")
+    if "desc" in entry:
+        desc = string(ctx, path + ".desc", entry["desc"])
+        if len(desc.encode("utf-8")) > 64 or not desc.isprintable() or '"' in desc:
+            raise ctx.err(path + ".desc", "a node description is at most 64 bytes of printable text without '\"'")
+    return guid, desc
+
+
 def parse_hcas(ctx: Checker, entries: Any, dh: dict[str, Any], names: NodeNames) -> list[HCASpec]:
     """``[[hca]]`` over ``[defaults.hca]`` *dh*; HCAs without a LID get the lowest free ones."""
     hcas: list[HCASpec] = []
     lids: dict[int, str] = {}
     for i, h in enumerate(tables(ctx, "hca", entries)):
         path = join("hca", i)
-        table(ctx, path, h, ("name", "lid") + HCA_KEYS, ("name",))
+        table(ctx, path, h, ("name", "lid", "guid", "desc") + HCA_KEYS, ("name",))
         nm = identifier(ctx, path + ".name", h["name"])
         names.add(path + ".name", nm, "hca")
         if "lid" in h:
@@ -218,7 +242,8 @@ def parse_hcas(ctx: Checker, entries: Any, dh: dict[str, Any], names: NodeNames)
             if lid in lids:
                 raise ctx.err(path + ".lid", "duplicate LID %d (also %s)" % (lid, lids[lid]))
             lids[lid] = path
-        hcas.append(HCASpec(nm, h.get("lid", 0), hca_params(ctx, merged(h, path, dh, "defaults.hca", HCA_KEYS))))
+        hcas.append(HCASpec(nm, h.get("lid", 0), hca_params(ctx, merged(h, path, dh, "defaults.hca", HCA_KEYS)),
+                            *node_identity(ctx, path, h)))
     free = (n for n in range(1, 0xC000) if n not in lids)   # unicast LIDs for HCAs without one
     for spec in hcas:
         if spec.lid == 0:
@@ -233,13 +258,13 @@ def parse_switches(ctx: Checker, sraw: list[dict[str, Any]], ds: dict[str, Any],
     switches: list[SwitchSpec] = []
     for i, s in enumerate(sraw):
         path = join("switch", i)
-        table(ctx, path, s, ("name", "ports", "lft", "port_buffers", "port_pkeys", "port_vlarb")
+        table(ctx, path, s, ("name", "ports", "lft", "port_buffers", "port_pkeys", "port_vlarb", "guid", "desc")
               + SWITCH_KEYS, ("name",))
         nm = identifier(ctx, path + ".name", s["name"])
         names.add(path + ".name", nm, "switch")
         ports = integer(ctx, path + ".ports", s["ports"], 1, 254) if "ports" in s else None
         params = switch_params(ctx, merged(s, path, ds, "defaults.switch", SWITCH_KEYS), max_mtu)
-        switches.append(SwitchSpec(nm, params, ports, None))
+        switches.append(SwitchSpec(nm, params, ports, None, *node_identity(ctx, path, s)))
     return switches
 
 
