@@ -101,6 +101,21 @@ def _cmd_reproduce(args) -> int:
     return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
 
 
+def _cmd_study(args) -> int:
+    """``ibemu study congestion_tree [SCENARIO]``: the study's cases on a scenario file
+    (default the shipped congestion_tree.toml as it is), the table and the plots."""
+    from .studies.congestion_tree import CASES, format_table, run_study
+    cases = tuple(args.cases.split(",")) if args.cases else CASES
+    for c in cases:
+        if c not in CASES:
+            raise UserError("--cases: unknown case %r (known: %s)" % (c, ", ".join(CASES)))
+    out = Path(args.out or "studies/congestion_tree")
+    values = run_study(out, full=not args.ci_size, scenario=args.scenario, cases=cases)
+    print(format_table(values))
+    print("table (tree.md, tree.csv), tree.png and per case heatmap_<case>.png, blocked_<case>.png in %s/" % out)
+    return 0
+
+
 def _cmd_routes(args) -> int:
     """``ibemu routes``: the scenario's LFTs from its routing engine (or --engine/--lmc),
     written in OpenSM's or ibroute's format, and a balance table per switch level."""
@@ -227,6 +242,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--full", action="store_true",
                     help="the papers' whole sweeps (long) instead of the CI-sized ones")
     rp.set_defaults(func=_cmd_reproduce)
+
+    st = sub.add_parser("study", help="run a study on your scenario file (congestion_tree: a hot spot on a fat tree "
+                                      "under none, hp, cca, dcms)")
+    st.add_argument("study", choices=["congestion_tree"])
+    st.add_argument("scenario", nargs="?", help="scenario file (default the shipped scenarios/congestion_tree.toml)")
+    st.add_argument("--cases", help="comma-separated subset of baseline,none,hp,cca,dcms (default all)")
+    st.add_argument("--ci-size", action="store_true", help="shrink to the CI size (32 hosts, 2 ms)")
+    st.add_argument("--out", help="output folder (default studies/congestion_tree)")
+    st.set_defaults(func=_cmd_study)
 
     ro = sub.add_parser("routes", help="the scenario's forwarding tables (OpenSM's engines) and their balance")
     ro.add_argument("scenario", help="scenario TOML file")

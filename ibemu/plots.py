@@ -142,13 +142,15 @@ def heatmap_rows(labels: Sequence[str], levels: Mapping[str, str]) -> list[tuple
 
 def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], levels: Mapping[str, str],
                       path: str | Path, *, title: str, xmax: float | None = None,
-                      window_ms: float | None = None) -> np.ndarray:
+                      window_ms: float | None = None,
+                      quantity: str = "utilization (fraction of link bandwidth") -> np.ndarray:
     """Write a heatmap of link utilization over time to *path* (PNG): one row per
     directed link of *series* (label -> utilization per time bin, fraction of the link),
     rows grouped by *levels* (:func:`heatmap_rows`, a separating line and the level's
     name and link count on the left), columns the time bins (*times*, ms; at most
     :data:`HEATMAP_MAX_COLUMNS`, neighbours averaged), colour 0..1.  Returns the matrix
-    drawn (rows x columns; NaN, a link without capacity, drawn as 0)."""
+    drawn (rows x columns; NaN, a link without capacity, drawn as 0).  *quantity*: the
+    colour bar's label (any per-link fraction of time, e.g. the share blocked for credits)."""
     from matplotlib.figure import Figure
 
     blocks = heatmap_rows(list(series), levels)
@@ -179,7 +181,7 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("directed links by fabric level")
     ax.set_title(title)
-    label = "utilization (fraction of link bandwidth"
+    label = quantity
     label += ", %g ms window)" % window_ms if window_ms else ")"
     fig.colorbar(img, ax=ax, label=label)
     fig.tight_layout()

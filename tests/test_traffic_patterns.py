@@ -401,3 +401,19 @@ def test_max_flows_counts_the_background_too():
     with pytest.raises(ScenarioError, match=r"traffic\[0\]\.max_flows: uniform of 5 hosts makes 15 flows "
                                             r"\(and the hot spot 2\), more than max_flows = 16"):
         scenario_from_dict(_raw([dict(t, max_flows=16)]))
+
+
+def test_exclude_leaves_hosts_out_of_a_table():
+    """``exclude`` takes hosts out of the table's hosts (the congestion-tree study keeps
+    the DCMS manager's host free), and an unknown name is one line naming the key."""
+    from ibemu.scenario import ScenarioError, scenario_from_dict
+    raw = {"scenario": {"name": "x", "duration": "10us"}, "switch": [{"name": "S"}],
+           "hca": [{"name": "h%d" % i, "lid": i + 1} for i in range(5)],
+           "link": [{"a": "h%d" % i, "b": "S"} for i in range(5)],
+           "traffic": [{"pattern": "shift", "exclude": ["h4"]}]}
+    scn = scenario_from_dict(raw)
+    assert sorted((f.src, f.dst) for f in scn.flows) == [("h0", "h1"), ("h1", "h2"), ("h2", "h3"), ("h3", "h0")]
+    raw["traffic"][0]["exclude"] = ["h9"]
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict(raw)
+    assert "traffic[0].exclude[0]" in str(e.value) and "\n" not in str(e.value)

@@ -69,7 +69,7 @@ MAX_FLOWS = 65536                       # default guard: a table making more flo
 # flow keys a [[traffic]] table passes to each flow ("arrival" stands for [[flow]]'s "pattern")
 FLOW_KEYS_OF_TRAFFIC = tuple(k for k in FLOW_KEYS if k not in ("name", "src", "dst", "pattern", "group")) \
     + ("arrival",)
-_OWN_KEYS = ("pattern", "hosts", "group", "seed", "max_flows")
+_OWN_KEYS = ("pattern", "hosts", "exclude", "group", "seed", "max_flows")
 _PARAMS = {"uniform": ("flows_per_host",), "shift": ("k",),
            "hotspot": ("destination", "fraction", "senders", "background"),
            "incast": ("destination", "fraction", "senders", "background")}
@@ -386,10 +386,17 @@ def _one_table(ctx: Checker, path: str, t: Any, all_hosts: list[str], scn_seed: 
 
 def _host_list(ctx: Checker, path: str, t: Mapping[str, Any], all_hosts: list[str],
                nodes: Mapping[str, str] | None) -> list[str]:
-    """The table's ``hosts``: HCA names, each once (default: every HCA in listing order)."""
-    if "hosts" not in t:
-        return list(all_hosts)
-    v = t["hosts"]
+    """The table's ``hosts``: HCA names, each once (default: every HCA in listing order),
+    less those its ``exclude`` lists."""
+    hosts = _names(ctx, path, t["hosts"], all_hosts, nodes) if "hosts" in t else list(all_hosts)
+    if "exclude" in t:
+        gone = set(_names(ctx, path[:-len("hosts")] + "exclude", t["exclude"], all_hosts, nodes))
+        hosts = [h for h in hosts if h not in gone]
+    return hosts
+
+
+def _names(ctx: Checker, path: str, v: Any, all_hosts: list[str], nodes: Mapping[str, str] | None) -> list[str]:
+    """A list of HCA names at *path*, each once."""
     if not isinstance(v, list):
         raise ctx.err(path, "expected a list of HCA names, got %s" % describe(v))
     known_hosts, seen, out = set(all_hosts), set(), []

@@ -3,7 +3,8 @@ the published numbers.
 
 :data:`REPRODUCTIONS` lists every reproduction explicitly, in the order ``--list`` and
 ``all`` use: seed 003 Figures 2–3 (:mod:`.santos`), the HP scheme (:mod:`.hp.reproduce`),
-the CCA on seed 002's testbed (:mod:`.cca.reproduce`) and DCMS (:mod:`.dcms.reproduce`).
+the CCA on seed 002's testbed (:mod:`.cca.reproduce`), DCMS (:mod:`.dcms.reproduce`) and the
+congestion tree on a fat tree (:mod:`.congestion_tree`).
 Each holds the scenario or runner, the measurement window and the paper's figures with
 the range we accept.  The emulator's numbers come only from running the scenario; the
 table is read only to print and judge them.
@@ -21,6 +22,7 @@ from ..errors import UserError
 from ..run import run_virtual
 from ..units import PS_PER_MS
 from .cca.reproduce import REPRODUCTIONS as CCA
+from .congestion_tree import REPRODUCTIONS as TREE
 from .dcms.reproduce import REPRODUCTIONS as DCMS
 from .hp.reproduce import REPRODUCTIONS as HP
 from .reproduction import DEPARTS, FIXED, MISMATCH, PAPER, REGRESSION, Check, Reproduction, RunCache
@@ -29,7 +31,7 @@ from .santos import REPRODUCTIONS as SANTOS
 __all__ = ["Check", "Reproduction", "RunCache", "REPRODUCTIONS", "BY_ID", "measure",
            "RunnerResult", "run_reproduction", "format_rows", "departures", "main"]
 
-REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS]
+REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS, *TREE]
 BY_ID: dict[str, Reproduction] = {r.id: r for r in REPRODUCTIONS}
 Row = tuple[Check, float, str]
 """(check, ours, verdict): :meth:`Check.verdict`."""
