@@ -20,7 +20,7 @@ from typing import Any
 
 from ..units import format_time, parse_rate, parse_time
 from ..validate import AnyKeys, Checker, join, string, suggest, table, tables
-from .topologies import TOPOLOGY_TEMPLATES, TemplateParamError
+from .topologies import TOPOLOGY_TEMPLATES, TemplateParamError, param_int
 
 __all__ = ["TemplateParamError", "SANTOS_FIG1_DEFAULTS", "SANTOS_FIG1_SUPERSEDES", "MESSAGE_SIZE",
            "TEMPLATES", "template_names", "expand_template", "apply_template"]
@@ -39,15 +39,6 @@ SANTOS_FIG1_SUPERSEDES = {"duration": ("scenario", "duration"), "link_rate": ("d
                           "buffer_packets": ("defaults", "switch", "buffer"),
                           "flow_control": ("defaults", "link", "flow_control")}
 MESSAGE_SIZE = 2048        # Table 1: 2048-byte payloads, one packet per message
-
-
-def _int(key: str, v: Any, lo: int, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TemplateParamError(key, "expected an integer, got %r" % (v,))
-    if v < lo or (hi is not None and v > hi):
-        raise TemplateParamError(key, "must be between %d and %d, got %d" % (lo, hi, v) if hi is not None
-                                 else "must be at least %d, got %d" % (lo, v))
-    return v
 
 
 def _time(key: str, v: Any, positive: bool = True) -> int:
@@ -73,10 +64,10 @@ def _santos_fig1(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
         if k not in SANTOS_FIG1_DEFAULTS:
             raise TemplateParamError(k, "unknown key" + suggest(k, ["name", *SANTOS_FIG1_DEFAULTS]))
     p = {**SANTOS_FIG1_DEFAULTS, **params}
-    L = _int("L", p["L"], 0, 251)             # B: inter, root, B_V and L sources on 254 ports
-    R = _int("R", p["R"], 0, 252)             # A: inter, A_V and R sources
-    bufp = _int("buffer_packets", p["buffer_packets"], 1)
-    window = None if p["window"] is None else _int("window", p["window"], 1)
+    L = param_int("L", p["L"], 0, 251)             # B: inter, root, B_V and L sources on 254 ports
+    R = param_int("R", p["R"], 0, 252)             # A: inter, A_V and R sources
+    bufp = param_int("buffer_packets", p["buffer_packets"], 1)
+    window = None if p["window"] is None else param_int("window", p["window"], 1)
     duration = _time("duration", p["duration"])
     spacing = _time("spacing", p["spacing"], positive=False)
     try:

@@ -35,7 +35,7 @@ from typing import Any
 from ..units import format_time, parse_rate, parse_time
 from ..validate import suggest
 
-__all__ = ["TemplateParamError", "MAX_LMC", "MAX_PORTS", "MAX_UNICAST_LID", "host_name", "host_lid",
+__all__ = ["TemplateParamError", "param_int", "MAX_LMC", "MAX_PORTS", "MAX_UNICAST_LID", "host_name", "host_lid",
            "xgft_counts", "xgft_sections", "kary_ntree_sections", "fat_tree2_sections", "leaf_spine_sections",
            "check_xgft", "expand_xgft", "expand_kary_ntree", "expand_fat_tree2", "expand_leaf_spine",
            "TOPOLOGY_TEMPLATES"]
@@ -196,7 +196,8 @@ def leaf_spine_sections(leaves: int, hosts_per_leaf: int, spines: int, uplinks: 
 
 # ---------------------------------------------------------------- parameters
 
-def _int(key: str, v: Any, lo: int, hi: int | None = None) -> int:
+def param_int(key: str, v: Any, lo: int, hi: int | None = None) -> int:
+    """A template's integer parameter in [lo, hi] (hi None: no upper bound)."""
     if isinstance(v, bool) or not isinstance(v, int):
         raise TemplateParamError(key, "expected an integer, got %r" % (v,))
     if v < lo or (hi is not None and v > hi):
@@ -208,7 +209,7 @@ def _int(key: str, v: Any, lo: int, hi: int | None = None) -> int:
 def _int_list(key: str, v: Any, lo: int, hi: int) -> list[int]:
     if not isinstance(v, list) or not v:
         raise TemplateParamError(key, "expected a non-empty array of integers, got %r" % (v,))
-    return [_int("%s[%d]" % (key, i), x, lo, hi) for i, x in enumerate(v)]
+    return [param_int("%s[%d]" % (key, i), x, lo, hi) for i, x in enumerate(v)]
 
 
 def _levels_value(key: str, v: Any, h: int, conv: Callable[[Any], int], fmt: Callable[[Any, int], Any]
@@ -236,7 +237,7 @@ def _common(p: dict[str, Any], h: int, hosts: int, switches: int, size_key: str
     """lmc, rates, propagations: (generator keywords, normalized parameters); checks
     that the hosts' LIDs (2^lmc each) and one per switch fit the unicast LIDs
     (*size_key*: the parameter blamed when they do not)."""
-    lmc = _int("lmc", p.get("lmc", 0), 0, MAX_LMC)
+    lmc = param_int("lmc", p.get("lmc", 0), 0, MAX_LMC)
     need = max(((hosts + 1) << lmc) - 1, (hosts << lmc) + switches)    # top host LID; LIDs taken
     if need > MAX_UNICAST_LID:
         raise TemplateParamError("lmc" if lmc and (hosts + switches) <= MAX_UNICAST_LID else size_key,
@@ -286,7 +287,7 @@ def expand_xgft(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     m = _int_list("m", params["m"], 1, MAX_PORTS)
     w = _int_list("w", params["w"], 1, MAX_PORTS)
     if "h" in params:
-        h = _int("h", params["h"], 1, 16)
+        h = param_int("h", params["h"], 1, 16)
         if len(m) != h:
             raise TemplateParamError("m", "has %d values but h = %d" % (len(m), h))
     check_xgft("m", m, "w", w)
@@ -297,8 +298,8 @@ def expand_xgft(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 def expand_kary_ntree(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Template ``kary_ntree``: k (2..127: 2k ports), n (levels, >= 1), lmc, rates, propagations."""
     _known(params, ("k", "n") + COMMON, ("k", "n"))
-    k = _int("k", params["k"], 2, MAX_PORTS // 2)
-    n = _int("n", params["n"], 1, 16)
+    k = param_int("k", params["k"], 2, MAX_PORTS // 2)
+    n = param_int("n", params["n"], 1, 16)
     kw, norm = _common(params, n, k ** n, n * k ** (n - 1), "n")
     return kary_ntree_sections(k, n, **kw), {"k": k, "n": n, **norm}
 
@@ -307,10 +308,10 @@ def expand_fat_tree2(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """Template ``fat_tree2``: radix (even, 4..254), leaves (1..radix, default radix),
     lmc, rates, propagations."""
     _known(params, ("radix", "leaves") + COMMON, ("radix",))
-    r = _int("radix", params["radix"], 4, MAX_PORTS)
+    r = param_int("radix", params["radix"], 4, MAX_PORTS)
     if r % 2:
         raise TemplateParamError("radix", "must be even (half the ports down, half up), got %d" % r)
-    leaves = _int("leaves", params.get("leaves", r), 1, r)
+    leaves = param_int("leaves", params.get("leaves", r), 1, r)
     kw, norm = _common(params, 2, leaves * r // 2, leaves + r // 2, "leaves")
     return fat_tree2_sections(r, leaves, **kw), {"radix": r, "leaves": leaves, **norm}
 
@@ -321,9 +322,9 @@ def expand_leaf_spine(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     2 for 2:1); lmc, rates, propagations."""
     _known(params, ("leaves", "hosts_per_leaf", "spines", "uplinks", "oversubscription") + COMMON,
            ("leaves", "hosts_per_leaf", "spines"))
-    leaves = _int("leaves", params["leaves"], 1, MAX_PORTS)
-    hpl = _int("hosts_per_leaf", params["hosts_per_leaf"], 1, MAX_PORTS - 1)
-    spines = _int("spines", params["spines"], 1, MAX_PORTS)
+    leaves = param_int("leaves", params["leaves"], 1, MAX_PORTS)
+    hpl = param_int("hosts_per_leaf", params["hosts_per_leaf"], 1, MAX_PORTS - 1)
+    spines = param_int("spines", params["spines"], 1, MAX_PORTS)
     if "uplinks" in params and "oversubscription" in params:
         raise TemplateParamError("oversubscription", "conflicts with uplinks; set only one")
     if "oversubscription" in params:
@@ -338,7 +339,7 @@ def expand_leaf_spine(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
                                      % (hpl, r))
         key = "oversubscription"
     else:
-        up = _int("uplinks", params.get("uplinks", spines), 1, MAX_PORTS)
+        up = param_int("uplinks", params.get("uplinks", spines), 1, MAX_PORTS)
         key = "uplinks"
     if up % spines:
         raise TemplateParamError(key, "%d uplinks per leaf do not spread evenly over %d spines" % (up, spines))
