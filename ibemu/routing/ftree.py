@@ -7,19 +7,29 @@ Zahavi et al. CCPE 2010).
   switch-to-switch link between adjacent ranks.  Otherwise :class:`UserError` (OpenSM
   falls back to minhop; ibemu refuses, so that a misread tree does not pass silently).
   LMC > 0 is refused too (OpenSM's ftree falls back to minhop with LMC > 0).
-- Switches are indexed breadth-first from the roots (roots by GUID, then by port);
-  a port group is the set of links to one neighbour switch.
-- For each leaf (index order), each CA (port order): the leaf's LFT points at the CA;
-  then the route climbs: the up group with the fewest routes down so far (ties: the
-  upper switch with fewer routes down, then the lower index), its port with the fewest
-  routes down (ties: the lower port); the upper switch's LFT points back down; counters
-  +1; at every switch of that climb, the other down groups get, recursively downwards,
-  LFT entries pointing up to it (the least-used up port of the group, counting routes up),
-  unless they have one.  Consecutive LIDs of a leaf thus leave by different up ports.
-- Leaves short of CAs climb "dummy" LIDs (counters only) so that every leaf counts as full.
-- Then the switch LIDs, over least-hop ports, uncounted; switches that no CA route
-  passes for a LID (e.g. spines of other pods not under the chosen root) get a least-hop
-  entry the same way, so that every destination is reachable from every switch.
+- Switches are indexed as OpenSM does (fabric_make_indexing): tuples by a breadth-first
+  search from the first leaf in OpenSM's switch-table order (GUIDs in network byte order);
+  a port group is the set of links to one neighbour switch, groups ordered by the
+  neighbour's tuple.
+- For each leaf (tuple order), each CA (port order): the leaf's LFT points at the CA, then
+  fabric_route_downgoing_by_going_up: first the switches below (other than the one we came
+  from) get LFT entries pointing up to this switch (fabric_route_upgoing_by_going_down,
+  down groups by routes-up count, then tuple; the least-used port of the group; counted
+  only when the subtree has CAs; skipped where the switch already has as few hops); then
+  the main climb takes the up group with the fewest routes down (ties: lower tuple --
+  OpenSM's remote-load tie-break compares min_counter_down, which stays 0), its least-used
+  port, sets the upper switch's LFT back down, +1 counters; and every other up group is a
+  secondary path: the upper switch gets an entry if it has none (or a longer one) and the
+  climb goes on from there, uncounted.  Consecutive LIDs of a leaf thus leave by different
+  up ports.
+- Leaves short of CAs route "dummy" LIDs (counters only, entries dropped) so that every
+  leaf counts as full.
+- Then the switch LIDs (fabric_route_to_switches: secondary paths from each switch, uncounted).
+  OpenSM leaves a switch without an entry where no up*/down* path exists (e.g. root to
+  root; only its connect_roots option fills those); ibemu gives those a least-hop entry,
+  the least-loaded port first, so that every destination is reachable from every switch.
+  On tests/data/opensm these extra switch-to-switch entries are the only difference from
+  OpenSM 3.3.23 (tests/test_routing_opensm.py).
 """
 from __future__ import annotations
 
@@ -64,65 +74,139 @@ def tree_ranks(sn: Subnet, roots: list[str] | None = None) -> dict[str, int]:
     return rank
 
 
+_NO = 1 << 16          # no path (OpenSM's OSM_NO_PATH)
+_DUMMY = 0             # the LID a dummy compute node is routed to (cleared after each)
+_TLEN = 8              # FTREE_TUPLE_LEN
+
+
+def _guid_key(guid: int) -> int:
+    """OpenSM's switch table order: a cl_qmap keyed by the GUID in network byte order,
+    compared as a host (little-endian) integer."""
+    return int.from_bytes(guid.to_bytes(8, "big"), "little")
+
+
 class _Tree:
+    """The fat tree as osm_ucast_ftree.c keeps it: switch tuples (indices), port groups
+    (the links to one neighbour) with their counters, per-switch LFTs and hop counts."""
+
     def __init__(self, sn: Subnet, rank: dict[str, int]):
         self.sn, self.rank = sn, rank
-        roots = sorted((s for s in sn.switches() if rank[s.name] == 0), key=lambda x: x.guid)
-        self.index: dict[str, int] = {}
-        todo = deque(r.name for r in roots)
-        for r in roots:
-            self.index[r.name] = len(self.index)
-        while todo:
-            u = todo.popleft()
-            for _, v, _ in sn.switch_peers(u):
-                if v not in self.index:
-                    self.index[v] = len(self.index)
-                    todo.append(v)
-        # groups: switch -> neighbour -> [(port, remote port)], up and down
+        self.h = max(rank.values())
+        self.table = [s.name for s in sorted(sn.switches(), key=lambda x: _guid_key(x.guid))]
+        # groups in port order of their first port: switch -> neighbour -> [(port, remote port)]
         self.up: dict[str, dict[str, list[tuple[int, int]]]] = {}
         self.down: dict[str, dict[str, list[tuple[int, int]]]] = {}
-        for s in self.index:
+        for s in self.table:
             up: dict[str, list[tuple[int, int]]] = {}
             down: dict[str, list[tuple[int, int]]] = {}
             for p, v, vp in sn.switch_peers(s):
                 (up if rank[v] < rank[s] else down).setdefault(v, []).append((p, vp))
-            self.up[s] = dict(sorted(up.items(), key=lambda kv: self.index[kv[0]]))
-            self.down[s] = dict(sorted(down.items(), key=lambda kv: self.index[kv[0]]))
-        self.cnt_down: dict[tuple[str, int], int] = {}     # (lower switch, up port) -> routes down
-        self.cnt_up: dict[tuple[str, int], int] = {}       # (lower switch, up port) -> routes up
-        self.load_down: dict[str, int] = {s: 0 for s in self.index}
-        self.lft: Routes = {s: {} for s in self.index}
+            self.up[s], self.down[s] = up, down
+        self.leafy = {s for s in self.table if any(not sn.nodes[q].switch for q, _ in sn.nodes[s].peers.values())}
+        self.tuple = self._indexing()
+        for s in self.table:           # groups by remote index (qsort after indexing)
+            self.up[s] = dict(sorted(self.up[s].items(), key=lambda kv: self.tuple[kv[0]]))
+            self.down[s] = dict(sorted(self.down[s].items(), key=lambda kv: self.tuple[kv[0]]))
+        # counters: group (switch, neighbour) and port (switch, port); "down" counters sit on
+        # the lower switch's up groups/ports, "up" counters on the upper switch's down ones
+        self.g_down: dict[tuple[str, str], int] = {}
+        self.g_up: dict[tuple[str, str], int] = {}
+        self.cnt_down: dict[tuple[str, int], int] = {}
+        self.cnt_up: dict[tuple[str, int], int] = {}
+        self.lft: Routes = {s: {} for s in self.table}
+        self.hops: dict[str, dict[int, int]] = {s: {} for s in self.table}
 
-    def climb(self, sw: str, lid: int, came_from: str | None, real: bool) -> None:
-        """fabric_route_downgoing_by_going_up: route *lid* down to *sw* from above."""
-        if real:
-            self.spread_up(sw, lid, came_from)
-        ups = self.up[sw]
-        if not ups:
-            return
+    def _indexing(self) -> dict[str, tuple[int, ...]]:
+        """fabric_make_indexing / bfs_fabric_indexing: tuples by a breadth-first search from
+        the first leaf in switch-table order; a new tuple takes the lowest free digit."""
+        first = next((s for s in self.table if s in self.leafy), self.table[0])
+        tup: dict[str, tuple[int, ...]] = {}
+        used: set[tuple[int, ...]] = set()
+        t0 = [255] * _TLEN
+        t0[0] = self.rank[first]
+        for i in range(1, self.h + 1):
+            t0[i] = 0
+        tup[first] = tuple(t0)
+        used.add(tup[first])
 
-        def gkey(kv: tuple[str, list[tuple[int, int]]]) -> tuple[int, int, int]:
-            v, links = kv
-            return (sum(self.cnt_down.get((sw, p), 0) for p, _ in links), self.load_down[v], self.index[v])
+        def new(frm: tuple[int, ...], down: bool) -> tuple[int, ...]:
+            t = list(frm)
+            t[0] += 1 if down else -1
+            var = frm[0] + 1 if down else frm[0]
+            for i in range(255):
+                t[var] = i
+                if tuple(t) not in used:
+                    break
+            return tuple(t)
 
-        upper, links = min(ups.items(), key=gkey)
-        p, vp = min(links, key=lambda pv: (self.cnt_down.get((sw, pv[0]), 0), pv[0]))
-        self.cnt_down[(sw, p)] = self.cnt_down.get((sw, p), 0) + 1
-        self.load_down[upper] += 1
-        if real:
-            self.lft[upper][lid] = vp
-        self.climb(upper, lid, sw, real)
+        todo = deque([first])
+        while todo:
+            u = todo.popleft()
+            dirs = []
+            if self.rank[u] < self.h:
+                dirs.append((self.down[u], True))
+            if self.rank[u] != 0:
+                dirs.append((self.up[u], False))
+            for groups, down in dirs:
+                for v in groups:
+                    if v not in tup:
+                        tup[v] = new(tup[u], down)
+                        used.add(tup[v])
+                        todo.append(v)
+        return tup
 
-    def spread_up(self, sw: str, lid: int, exclude: str | None) -> None:
-        """fabric_route_upgoing_by_going_down: switches below *sw* route *lid* up to it."""
-        for lower in self.down[sw]:
-            if lower == exclude or lid in self.lft[lower]:
+    def _least_port(self, links: list[tuple[int, int]], cnt: dict[tuple[str, int], int], sw: str) -> tuple[int, int]:
+        """The group's port with the lowest counter, the first in port order among equals."""
+        best = links[0]
+        for pv in links[1:]:
+            if cnt.get((sw, pv[0]), 0) < cnt.get((sw, best[0]), 0):
+                best = pv
+        return best
+
+    def down_by_going_up(self, sw: str, prev: str | None, lid: int, main: bool, hops: int) -> bool:
+        """fabric_route_downgoing_by_going_up (no reverse hops, no sibling links)."""
+        created = self.up_by_going_down(sw, prev, lid, hops)
+        if self.rank[sw] == 0:
+            return created
+        # bubble_sort_down: by routes down, then remote index (the remote-load tie-break
+        # compares min_counter_down, which stays 0: no down group's counter_down is counted)
+        groups = sorted(self.up[sw], key=lambda v: (self.g_down.get((sw, v), 0), self.tuple[v]))
+        if main:
+            upper = groups[0]
+            p, vp = self._least_port(self.up[sw][upper], self.cnt_down, sw)
+            self.g_down[(sw, upper)] = self.g_down.get((sw, upper), 0) + 1
+            self.cnt_down[(sw, p)] = self.cnt_down.get((sw, p), 0) + 1
+            if lid not in self.lft[upper] or hops + 1 < self.hops[upper].get(lid, _NO):
+                self.lft[upper][lid] = vp
+                self.hops[upper][lid] = hops + 1
+            created |= self.down_by_going_up(upper, sw, lid, True, hops + 1)
+        for upper in groups[1 if main else 0:]:
+            if lid in self.lft[upper] and hops + 1 >= self.hops[upper].get(lid, _NO):
                 continue
-            links = self.up[lower][sw]
-            p, _ = min(links, key=lambda pv: (self.cnt_up.get((lower, pv[0]), 0), pv[0]))
-            self.cnt_up[(lower, p)] = self.cnt_up.get((lower, p), 0) + 1
-            self.lft[lower][lid] = p
-            self.spread_up(lower, lid, None)
+            _, vp = self._least_port(self.up[sw][upper], self.cnt_down, sw)
+            self.lft[upper][lid] = vp
+            self.hops[upper][lid] = hops + 1
+            created |= self.down_by_going_up(upper, sw, lid, False, hops + 1)
+        return created
+
+    def up_by_going_down(self, sw: str, prev: str | None, lid: int, hops: int) -> bool:
+        """fabric_route_upgoing_by_going_down: switches below *sw* route *lid* up to it."""
+        if sw in self.leafy:
+            return True              # a group to a CA: "route created"
+        created = False
+        for lower in sorted(self.down[sw], key=lambda v: (self.g_up.get((sw, v), 0), self.tuple[v])):
+            if lower == prev:
+                continue
+            p, vp = self._least_port(self.down[sw][lower], self.cnt_up, sw)
+            if hops + 1 >= self.hops[lower].get(lid, _NO):
+                continue
+            self.lft[lower][lid] = vp
+            self.hops[lower][lid] = hops + 1
+            if self.up_by_going_down(lower, None, lid, hops + 1):
+                created = True
+                self.cnt_up[(sw, p)] = self.cnt_up.get((sw, p), 0) + 1
+                self.g_up[(sw, lower)] = self.g_up.get((sw, lower), 0) + 1
+        return created
 
 
 def ftree(sn: Subnet, roots: list[str] | None = None) -> Routes:
@@ -136,8 +220,9 @@ def ftree(sn: Subnet, roots: list[str] | None = None) -> Routes:
             raise UserError("routing: root %r is not a switch" % r)
     rank = tree_ranks(sn, roots)
     t = _Tree(sn, rank)
-    h = max(rank.values())
-    leaves = sorted((s for s in t.index if rank[s] == h), key=t.index.__getitem__)
+    leaves = sorted((s for s in t.table if rank[s] == t.h), key=t.tuple.__getitem__)
+    ends = [i for i, s in enumerate(leaves) if s in t.leafy]    # fabric_create_leaf_switch_array
+    leaves = leaves[ends[0]:ends[-1] + 1]
     cas_of = {leaf: [(p, q) for p, (q, _) in sorted(sn.nodes[leaf].peers.items()) if not sn.nodes[q].switch]
               for leaf in leaves}
     full = max(len(v) for v in cas_of.values())
@@ -145,23 +230,31 @@ def ftree(sn: Subnet, roots: list[str] | None = None) -> Routes:
         for p, ca in cas_of[leaf]:
             lid = sn.nodes[ca].lid
             t.lft[leaf][lid] = p
-            t.climb(leaf, lid, None, True)
+            t.hops[leaf][lid] = 1
+            t.down_by_going_up(leaf, None, lid, True, 1)
         for _ in range(full - len(cas_of[leaf])):
-            t.climb(leaf, 0, None, False)
-    # switch LIDs (uncounted) and entries no CA route needs: least-hop ports, fewest routes
+            t.hops[leaf][_DUMMY] = 1
+            t.down_by_going_up(leaf, None, _DUMMY, True, 1)
+            for s in t.table:
+                t.lft[s].pop(_DUMMY, None)
+                t.hops[s].pop(_DUMMY, None)
+    for s in t.table:                # fabric_route_to_switches: secondary paths, uncounted
+        lid = sn.nodes[s].lid
+        t.lft[s][lid] = 0
+        t.hops[s][lid] = 0
+        t.down_by_going_up(s, None, lid, False, 0)
+    # ibemu's addition: entries no up*/down* route gives (e.g. root to root): least-hop
+    # ports, the least loaded first
     hops = minhop_hops(sn)
     load: dict[tuple[str, int], int] = {}
     for k, v in list(t.cnt_up.items()) + list(t.cnt_down.items()):
         load[k] = load.get(k, 0) + v
     targets = [(sn.nodes[ca].lid, att[0]) for ca in (c.name for c in sn.cas())
                if (att := sn.attached_switch(ca)) is not None]
-    targets += [(sn.nodes[s].lid, s) for s in sorted(t.index, key=t.index.__getitem__)]
-    for s in t.index:
+    targets += [(sn.nodes[s].lid, s) for s in sorted(t.table, key=t.tuple.__getitem__)]
+    for s in t.table:
         for lid, dest in targets:
             if lid in t.lft[s]:
-                continue
-            if dest == s:
-                t.lft[s][lid] = 0        # only switch LIDs reach here: CAs on s were set above
                 continue
             lo = least(hops, s, dest)
             if lo is None:
