@@ -15,10 +15,12 @@ the exponents of a log-log fit against the number of hosts and a plot (--plot).
 
 Wall clock (--wall-hosts, 0 to skip): the fat tree run by ``ibemu.runtime.fidelity.compare``
 over 2 workers at each dilation of --dilations (ascending, until one passes), as
-``bench_runtime_dilation.py`` does for Figure 2(a).
+``bench_runtime_dilation.py`` does for Figure 2(a), once per --wall-traffic: ``shift`` by one
+leaf (every flow alone on its links) and the random ``permutation`` (flows share links).
 
     python benchmarks/bench_scale.py [--sizes 32,128,648] [--ms 1] [--repeat 1] [--plot benchmarks/scale.png]
-                                     [--wall-hosts 32] [--wall-ms 0.5] [--dilations 200,500,1000,2000]
+        [--wall-hosts 32] [--wall-traffic shift,permutation] [--wall-ms 0.5] [--wall-repeat 1]
+        [--dilations 1000,2000,5000,10000,20000] [--all]
 """
 from __future__ import annotations
 
@@ -33,9 +35,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ibemu.build import build_fabric
 from ibemu.results.metrics import Metrics
@@ -44,6 +45,7 @@ from ibemu.scenario import Scenario
 from ibemu.scenario.builders import fat_tree2
 from ibemu.sim import VirtualEngine
 
+HERE = Path(__file__).resolve().parent
 GIB = 2**30
 RSS_LIMIT = 2 * GIB
 
@@ -56,10 +58,20 @@ def radix_for(hosts: int) -> int:
     return r
 
 
-def scenario(hosts: int, ms: float, seed: int = 1) -> Scenario:
-    """The loaded fat tree: fat_tree2, 4x SDR, ftree routing, a random permutation of greedy flows."""
+def traffic(pattern: str, hosts: int) -> dict[str, object]:
+    """The [[traffic]] table: "permutation" (random derangement) or "shift" (by one leaf: host i
+    to host i + r/2, which ftree routes over distinct spines, so no two flows share a link)."""
+    if pattern == "shift":
+        return {"pattern": "shift", "k": radix_for(hosts) // 2}
+    if pattern == "permutation":
+        return {"pattern": "permutation"}
+    raise SystemExit("bench_scale.py: traffic is permutation or shift, got %r" % pattern)
+
+
+def scenario(hosts: int, ms: float, pattern: str = "permutation", seed: int = 1) -> Scenario:
+    """The loaded fat tree: fat_tree2, 4x SDR, ftree routing, greedy RC flows of *pattern*."""
     return fat_tree2(radix_for(hosts), duration=ms, rates="4x_sdr", name="scale%d" % hosts, seed=seed,
-                     sections={"routing": {"engine": "ftree"}, "traffic": [{"pattern": "permutation"}]})
+                     sections={"routing": {"engine": "ftree"}, "traffic": [traffic(pattern, hosts)]})
 
 
 def child(hosts: int, ms: float) -> dict[str, float]:
@@ -148,6 +160,7 @@ def draw(rows: list[dict[str, float]], ms: float, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     hs = [r["hosts"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, ys, mark in (("wall s per emulated ms", [r["run_s"] / ms for r in rows], "o"),
@@ -158,6 +171,7 @@ def draw(rows: list[dict[str, float]], ms: float, path: str) -> None:
     ax.set_xlabel("hosts (fat_tree2, 4x SDR, ftree, random permutation)")
     ax.set_ylabel("wall seconds")
     ax.set_xticks(hs, [str(h) for h in hs])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -166,17 +180,21 @@ def draw(rows: list[dict[str, float]], ms: float, path: str) -> None:
     print("plot: %s" % path)
 
 
-def wall_part(hosts: int, ms: float, dilations: Sequence[float], repeat: int, workers: int, go_on: bool) -> bool:
+def wall_part(hosts: int, pattern: str, ms: float, dilations: Sequence[float], repeat: int, workers: int,
+              go_on: bool) -> bool:
     from bench_runtime_dilation import sweep
-    scn = scenario(hosts, ms)
+    scn = scenario(hosts, ms, pattern)
     virtual = run_virtual(scn)
-    print("wall clock: fat_tree2 of %d hosts (%d flows), %g ms emulated, %d workers; virtual clock: %.1f s" % (
-        hosts, len(scn.flows), ms, workers, virtual.wall_seconds), flush=True)
+    shares = [f["normalized"] or 0.0 for f in virtual.summary["flows"].values()]
+    print("wall clock: fat_tree2 of %d hosts, %s (%d flows at %.0f-%.0f %% of their link), %g ms emulated, "
+          "%d workers; virtual clock: %.1f s" % (hosts, pattern, len(scn.flows), 100 * min(shares),
+                                                 100 * max(shares), ms, workers, virtual.wall_seconds), flush=True)
     found = sweep(scn, virtual, dilations, repeat, workers, 0.05, go_on)
     if found is None:
-        print("no dilation tried keeps the %d-host fat tree within 5 %% of the virtual clock" % hosts)
+        print("%s: no dilation tried keeps the %d-host fat tree within 5 %% of the virtual clock" % (pattern, hosts))
         return False
-    print("smallest dilation keeping the %d-host fat tree within 5 %% of the virtual clock: %g" % (hosts, found))
+    print("%s: smallest dilation keeping the %d-host fat tree within 5 %% of the virtual clock: %g" % (
+        pattern, hosts, found), flush=True)
     return True
 
 
@@ -187,8 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per size (best run time kept)")
     ap.add_argument("--plot", default=str(HERE / "scale.png"), help="the log-log plot ('' for none)")
     ap.add_argument("--wall-hosts", type=int, default=32, help="hosts of the wall-clock fat tree (0: skip)")
+    ap.add_argument("--wall-traffic", default="shift,permutation",
+                    help="traffic of the wall-clock runs, one sweep each: shift (by one leaf), permutation")
     ap.add_argument("--wall-ms", type=float, default=0.5, help="emulated milliseconds of a wall-clock run")
-    ap.add_argument("--dilations", default="200,500,1000,2000", help="tried in this order until one passes")
+    ap.add_argument("--dilations", default="1000,2000,5000,10000,20000", help="tried in this order until one passes")
     ap.add_argument("--wall-repeat", type=int, default=1, help="wall-clock runs per dilation")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--all", action="store_true", help="try every dilation, not only up to the first passing one")
@@ -206,8 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sizes:
         ok = virtual_part(sizes, a.ms, a.repeat, a.plot or None) and ok
     if a.wall_hosts:
-        ok = wall_part(a.wall_hosts, a.wall_ms, [float(x) for x in a.dilations.split(",")], a.wall_repeat,
-                       a.workers, a.all) and ok
+        for pattern in a.wall_traffic.split(","):
+            ok = wall_part(a.wall_hosts, pattern, a.wall_ms, [float(x) for x in a.dilations.split(",")],
+                           a.wall_repeat, a.workers, a.all) and ok
     return 0 if ok else 1
 
 
