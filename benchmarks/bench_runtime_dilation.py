@@ -22,9 +22,44 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ibemu.errors import UserError
-from ibemu.run import run_virtual
+from ibemu.run import RunResult, run_virtual
 from ibemu.runtime.fidelity import compare
+from ibemu.scenario import Scenario
 from ibemu.scenario.builders import santos_fig1
+
+
+def sweep(scn: Scenario, virtual: RunResult, dilations: Sequence[float], repeat: int = 2, workers: int = 2,
+          tolerance: float = 0.05, go_on: bool = False, realtime: bool = True) -> float | None:
+    """Run *scn* on the wall clock at each of *dilations* in turn, *repeat* times each, against
+    the *virtual* result; print a line per run and per dilation; return the first dilation whose
+    every run is within *tolerance* (None: none).  *go_on*: try the others after that one too."""
+    found = None
+    for d in dilations:
+        worst: list[float] = []
+        for i in range(repeat):
+            load = os.getloadavg()[0]
+            try:
+                r = compare(scn, d, workers=workers, virtual=virtual, realtime=realtime)
+            except UserError as e:
+                print("dilation %4g run %d: failed: %s" % (d, i + 1, e), flush=True)
+                worst.append(float("inf"))
+                continue
+            rt = r["runtime"]
+            worst.append(r["worst"])
+            off = max(r["rows"], key=lambda x: abs((x["ratio"] or 1) - 1) if x["share"] >= 0.01 else 0)
+            print("dilation %4g run %d: worst %5.2f %% (%s %s), %d workers, wall %.1f s, "
+                  "lost %d, slips %d (mean %.0f ns, max %.0f ns), overloaded %s, load avg %.2f" % (
+                      d, i + 1, 100 * r["worst"], off["kind"], off["name"], r["workers"],
+                      r["wall_seconds"], rt["datagrams_lost"], rt["slips"], rt["mean_slip_ps"] / 1e3,
+                      rt["max_slip_ps"] / 1e3, rt["overloaded"] or "no", load), flush=True)
+        ok = all(w <= tolerance for w in worst)
+        print("dilation %g: %s (worst of %d runs %.2f %%)" % (
+            d, "within" if ok else "NOT within", repeat, 100 * max(worst)), flush=True)
+        if ok and found is None:
+            found = d
+            if not go_on:
+                break
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,32 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     virtual = run_virtual(scn)
     print("Figure 2(a), 100 ms emulated; virtual clock: %.1f s; real-time scheduling %s" % (
         virtual.wall_seconds, "asked for" if args.realtime else "off"), flush=True)
-    found = None
-    for d in [float(x) for x in args.dilations.split(",")]:
-        worst: list[float] = []
-        for i in range(args.repeat):
-            load = os.getloadavg()[0]
-            try:
-                r = compare(scn, d, workers=args.workers, virtual=virtual, realtime=args.realtime)
-            except UserError as e:
-                print("dilation %4g run %d: failed: %s" % (d, i + 1, e), flush=True)
-                worst.append(float("inf"))
-                continue
-            rt = r["runtime"]
-            worst.append(r["worst"])
-            off = max(r["rows"], key=lambda x: abs((x["ratio"] or 1) - 1) if x["share"] >= 0.01 else 0)
-            print("dilation %4g run %d: worst %5.2f %% (%s %s), %d workers, wall %.1f s, "
-                  "lost %d, slips %d (mean %.0f ns, max %.0f ns), overloaded %s, load avg %.2f" % (
-                      d, i + 1, 100 * r["worst"], off["kind"], off["name"], r["workers"],
-                      r["wall_seconds"], rt["datagrams_lost"], rt["slips"], rt["mean_slip_ps"] / 1e3,
-                      rt["max_slip_ps"] / 1e3, rt["overloaded"] or "no", load), flush=True)
-        ok = all(w <= args.tolerance for w in worst)
-        print("dilation %g: %s (worst of %d runs %.2f %%)" % (
-            d, "within" if ok else "NOT within", args.repeat, 100 * max(worst)), flush=True)
-        if ok and found is None:
-            found = d
-            if not args.all:
-                break
+    found = sweep(scn, virtual, [float(x) for x in args.dilations.split(",")], args.repeat, args.workers,
+                  args.tolerance, args.all, args.realtime)
     if found is None:
         print("no dilation tried stays within %.0f %%" % (100 * args.tolerance))
         return 1
