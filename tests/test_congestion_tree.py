@@ -100,3 +100,27 @@ def test_cli_study_refuses_an_unknown_case(capsys):
     assert main(["study", "congestion_tree", "--cases", "none,foo"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--cases" in err[0] and "foo" in err[0]
+
+
+def test_paper_checks_quote_the_seeds_verbatim():
+    """Every text quote of the study's paper checks occurs in the seed its section names
+    (whitespace and line-break hyphenation normalised); regression bounds say so."""
+    import re
+    from pathlib import Path
+
+    from ibemu.studies.reproduction import PAPER
+    seeds = Path("/work/shared/seeds")
+    if not list(seeds.glob("00*_*.txt")):
+        pytest.skip("seed texts not present")
+
+    def norm(text):
+        return re.sub(r"\s+", " ", text.replace("-\n", "")).strip().lower()
+
+    (rep,) = ct.REPRODUCTIONS
+    for c in rep.checks:
+        if c.kind != PAPER:
+            assert "no published number" in c.paper
+            continue
+        seed = re.search(r"seed (\d{3})", c.section)[1]
+        text = norm(next(seeds.glob(seed + "_*.txt")).read_text())
+        assert norm(c.quote) in text, (c.metric, c.quote)
