@@ -378,8 +378,10 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("victims_gain_dcms", "DCMS: victims gain over no CC", 1e-3, _INF, unit="of link",
                quote="dynamic congestion management can enable a network to serve both contributor flows and "
                      "victim flows effectively", section="seed 002 abstract"),
-         Check("none:hotspot_link", "no published number (no CC: the hot spot's link full)", 0.95, 1.01, kind=REGRESSION),
-         Check("cca:hotspot_link", "no published number (CCA, OpenSM-typical: hot-spot link)", 0.3, 1.01, kind=REGRESSION),
+         Check("none:hotspot_link", "no published number (no CC: the hot spot's link full)", 0.95, 1.01,
+               kind=REGRESSION),
+         Check("cca:hotspot_link", "no published number (CCA, OpenSM-typical: hot-spot link)", 0.3, 1.01,
+               kind=REGRESSION),
          Check("dcms:hotspot_link", "no published number (DCMS: hot-spot link)", 0.3, 1.01, kind=REGRESSION)],
         runner=_runner),
 ]
