@@ -106,6 +106,12 @@ def _manager(scn: Scenario) -> str:
 
 def case_scenario(raw: dict[str, Any], label: str, case: str) -> Scenario:
     """The scenario of one case, its flows' groups set to their roles (:func:`roles`)."""
+    return _case(raw, label, case)[0]
+
+
+def _case(raw: dict[str, Any], label: str, case: str) -> tuple[Scenario, Fabric, dict[str, list[str]]]:
+    """The case's scenario, the fabric built from it (its LFTs and link ends; the run
+    builds its own) and every flow's path."""
     if case not in CASES:
         raise UserError("unknown case %r (known: %s)" % (case, ", ".join(CASES)))
     raw = copy.deepcopy(raw)
@@ -121,12 +127,14 @@ def case_scenario(raw: dict[str, Any], label: str, case: str) -> Scenario:
         if case == "dcms":
             raw["cc"]["dcms"] = {"manager": _manager(base), "tau": DCMS_TAU}
     scn = scenario_from_dict(raw, label=label) if "cc" in raw else base
-    role = roles(scn, build_fabric(scn))
+    fabric = build_fabric(scn)
+    paths = flow_paths(scn, fabric)
+    role = roles(scn, fabric, paths)
     for f in scn.flows:
         f.group = role[f.name]
         if case == "baseline" and role[f.name] == "hotspot":
             f.pattern, f.count = "messages", 1     # the hot spot idle: the background alone
-    return scn
+    return scn, fabric, paths
 
 
 def raw_hosts_last(raw: dict[str, Any], label: str) -> str:
@@ -161,11 +169,11 @@ def flow_paths(scn: Scenario, fabric: Fabric) -> dict[str, list[str]]:
     return out
 
 
-def roles(scn: Scenario, fabric: Fabric) -> dict[str, str]:
+def roles(scn: Scenario, fabric: Fabric, paths: dict[str, list[str]] | None = None) -> dict[str, str]:
     """Each flow's role: ``hotspot`` (a contributor: its traffic group is hotspot or
     incast), ``victim`` (shares a link with a contributor, not the hot spot's last hop)
-    or ``bystander`` (shares none)."""
-    paths = flow_paths(scn, fabric)
+    or ``bystander`` (shares none).  *paths*: :func:`flow_paths`, if already walked."""
+    paths = paths if paths is not None else flow_paths(scn, fabric)
     hot = [f.name for f in scn.flows if f.group in HOTSPOT_GROUPS]
     if not hot:
         raise UserError("the congestion-tree study needs a [[traffic]] table of pattern hotspot or incast")
@@ -189,17 +197,17 @@ class CaseRun:
     result: RunResult
     root: str                          # the hot spot's last hop (a link label)
     window: tuple[int, int]
+    tx_port: dict[str, tuple[str, int]]  # link label -> its transmitting (node, port)
 
 
 def run_case(raw: dict[str, Any], label: str, case: str, out_dir: Path | None = None) -> CaseRun:
     """Run one case over its whole duration; measured over its last 80 %."""
-    scn = case_scenario(raw, label, case)
+    scn, fabric, paths = _case(raw, label, case)
     window = (scn.duration // 5, scn.duration)
     result = run_virtual(scn, out_dir=out_dir, window=window)
-    fabric = build_fabric(scn)
-    hot = [f for f in scn.flows if f.group == "hotspot"]
-    root = flow_paths(scn, fabric)[hot[0].name][-1]
-    return CaseRun(case, scn, result, root, window)
+    root = paths[next(f.name for f in scn.flows if f.group == "hotspot")][-1]
+    return CaseRun(case, scn, result, root, window,
+                   {lbl: (a, pa) for lbl, (a, pa, _, _) in fabric.link_ends.items()})
 
 
 def _blocked_series(run: CaseRun) -> tuple[np.ndarray, np.ndarray, dict[str, float], dict[str, np.ndarray]]:
@@ -207,7 +215,7 @@ def _blocked_series(run: CaseRun) -> tuple[np.ndarray, np.ndarray, dict[str, flo
     window, each link's blocked share per sample interval): PortXmitWait ticks x tick
     time / time, per transmitting port of a link."""
     m = run.result.metrics
-    fabric_ends = {lbl: (a, pa) for lbl, (a, pa, _, _) in build_fabric(run.scenario).link_ends.items()}
+    fabric_ends = run.tx_port
     times = np.asarray(m.port_times, dtype=np.int64)
     counts = np.zeros(max(0, len(times) - 1), dtype=np.int64)
     share, fractions = {}, {}
