@@ -37,14 +37,20 @@ def _cmd_decode(args) -> int:
     return 0
 
 
-def _cmd_run(args) -> int:
+def _scenario_source(name: str) -> str:
+    """A scenario argument: a file, or a shipped scenario's name (``quickstart``)."""
     from .resources import scenario_names, scenario_source
-    from .run import print_summary, run_virtual
-    from .scenario import load_scenario
-    source = scenario_source(args.scenario)            # a file, or a shipped scenario's name
-    if source == args.scenario and not Path(source).exists() and not any(c in source for c in "/.\\"):
+    source = scenario_source(name)
+    if source == name and not Path(source).exists() and not any(c in source for c in "/.\\"):
         raise UserError("%s: no such file, nor a shipped scenario (shipped: %s)"
                         % (source, ", ".join(scenario_names())))
+    return source
+
+
+def _cmd_run(args) -> int:
+    from .run import print_summary, run_virtual
+    from .scenario import load_scenario
+    source = _scenario_source(args.scenario)
     overrides = list(args.set or [])
     if args.seed is not None:
         overrides.append("scenario.seed=%d" % args.seed)
@@ -123,7 +129,7 @@ def _cmd_routes(args) -> int:
     from .routing import write_ibroute, write_opensm
     from .routing.graph import balance
     from .scenario.read import load_scenario
-    scn = load_scenario(args.scenario)
+    scn = load_scenario(_scenario_source(args.scenario))
     if args.engine:
         scn.routing.engine = args.engine
     if args.lmc is not None:

@@ -56,3 +56,15 @@ def test_reproduce_list(capsys):
 def test_reproduce_unknown_id(capsys):
     assert main(["reproduce", "fig99"]) == 2
     assert "fig99" in capsys.readouterr().err
+
+
+def test_routes_takes_a_shipped_scenario_by_name(capsys, tmp_path):
+    """``ibemu routes quickstart`` finds the shipped scenario as ``ibemu run`` does, and
+    writes the LFTs in OpenSM's dump format."""
+    from ibemu.cli import main
+    dump = tmp_path / "lfts.dump"
+    assert main(["routes", "quickstart", "--dump", str(dump)]) == 0
+    text = dump.read_text()
+    assert text.startswith("Unicast lids [0-") and text.rstrip().endswith("lids dumped")
+    assert main(["routes", "no_such_scenario"]) != 0
+    assert "nor a shipped scenario" in capsys.readouterr().err
