@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..errors import UserError
-from .graph import Routes, Subnet
+from .graph import Routes, Subnet, switch_hops
 from .minhop import least, minhop_hops
 
 __all__ = ["ftree", "tree_ranks"]
@@ -49,14 +49,7 @@ def tree_ranks(sn: Subnet, roots: list[str] | None = None) -> dict[str, int]:
     if not leaves:
         raise UserError("routing: ftree needs a fat tree, but no switch has a CA (leaf) attached")
     start = list(roots) if roots else leaves
-    dist = {s: 0 for s in start}
-    todo = deque(start)
-    while todo:
-        u = todo.popleft()
-        for _, v, _ in sn.switch_peers(u):
-            if v not in dist:
-                dist[v] = dist[u] + 1
-                todo.append(v)
+    dist = switch_hops(sn, start)
     lost = [s.name for s in sws if s.name not in dist]
     if lost:
         raise UserError("routing: ftree: switch %s is not connected to the tree (not a fat tree)" % lost[0])

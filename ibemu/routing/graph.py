@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UserError
 
-__all__ = ["SubnetNode", "Subnet", "Routes", "levels", "balance"]
+__all__ = ["SubnetNode", "Subnet", "Routes", "switch_hops", "levels", "balance"]
 
 Routes = dict[str, dict[int, int]]
 """Linear forwarding tables: switch name -> {destination LID: out port}."""
@@ -97,18 +97,25 @@ class Subnet:
         return [(p, q, qp) for p, (q, qp) in sorted(n.peers.items()) if self.nodes[q].switch and q != name]
 
 
-def levels(sn: Subnet) -> dict[str, int]:
-    """Fabric level of each switch (issue 15 naming): 1 for switches with CAs (leaves),
-    else 1 + the fewest switch hops to a leaf."""
-    lvl = {s.name: 1 for s in sn.switches() if any(not sn.nodes[q].switch for q, _ in s.peers.values())}
-    todo = deque(lvl)
+def switch_hops(sn: Subnet, sources: list[str]) -> dict[str, int]:
+    """Switch hops from the nearest of *sources* (0) to every switch it reaches, by a
+    breadth-first search over switch-to-switch links."""
+    dist = {s: 0 for s in sources}
+    todo = deque(sources)
     while todo:
         u = todo.popleft()
         for _, v, _ in sn.switch_peers(u):
-            if v not in lvl:
-                lvl[v] = lvl[u] + 1
+            if v not in dist:
+                dist[v] = dist[u] + 1
                 todo.append(v)
-    return lvl
+    return dist
+
+
+def levels(sn: Subnet) -> dict[str, int]:
+    """Fabric level of each switch (issue 15 naming): 1 for switches with CAs (leaves),
+    else 1 + the fewest switch hops to a leaf."""
+    leaves = [s.name for s in sn.switches() if any(not sn.nodes[q].switch for q, _ in s.peers.values())]
+    return {name: 1 + hops for name, hops in switch_hops(sn, leaves).items()}
 
 
 def balance(sn: Subnet, lfts: Routes) -> list[tuple[int, int, int, int, int, int]]:

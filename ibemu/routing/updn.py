@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..errors import UserError
-from .graph import Routes, Subnet
+from .graph import Routes, Subnet, switch_hops
 from .minhop import Hops, fill_lfts, least, minhop_hops
 
 __all__ = ["auto_roots", "ranks", "updn_hops", "updn"]
@@ -50,17 +50,7 @@ def auto_roots(sn: Subnet) -> list[str]:
 def ranks(sn: Subnet, roots: list[str]) -> dict[str, int]:
     """Breadth-first ranks from *roots* (rank 0) over switch links (updn_subn_rank)."""
     rank = {s.name: _UNRANKED for s in sn.switches()}
-    todo: deque[str] = deque()
-    for s in sorted(sn.switches(), key=lambda x: x.guid):
-        if s.name in roots:
-            rank[s.name] = 0
-            todo.append(s.name)
-    while todo:
-        u = todo.popleft()
-        for _, v, _ in sn.switch_peers(u):
-            if rank[v] > rank[u] + 1:
-                rank[v] = rank[u] + 1
-                todo.append(v)
+    rank.update(switch_hops(sn, [s.name for s in sn.switches() if s.name in roots]))
     return rank
 
 
