@@ -13,7 +13,10 @@ joins them (:meth:`ibemu.results.Metrics.latencies`).
 """
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)   # Metrics and tests subclass it
 class Recorder:
     def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
         """A frame of *nbytes* started on directed link *link* at time *t*;

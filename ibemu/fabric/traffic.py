@@ -132,8 +132,9 @@ class OnOff(Generator):
         self.rng = flow_rng(seed, name)
         self.mean_on = mean_on
         self.mean_off = mean_off
-        self.on_until: int = start + self._draw(mean_on)
-        self.off_until = self.on_until + self._draw(mean_off)
+        on_until = start + self._draw(mean_on)
+        self.on_until = on_until
+        self.off_until = on_until + self._draw(mean_off)
 
     def _draw(self, mean: int) -> int:
         return max(1, int(self.rng.expovariate(1.0 / mean)))
@@ -142,10 +143,13 @@ class OnOff(Generator):
         ok, t = super().next_message(now)
         if not ok:
             return ok, t
+        on_until = self.on_until
+        assert on_until is not None
         while now >= self.off_until:          # advance whole ON/OFF cycles
-            self.on_until = self.off_until + self._draw(self.mean_on)
-            self.off_until = self.on_until + self._draw(self.mean_off)
-        if now < self.on_until:
+            on_until = self.off_until + self._draw(self.mean_on)
+            self.on_until = on_until
+            self.off_until = on_until + self._draw(self.mean_off)
+        if now < on_until:
             return True, None
         return False, (self.off_until if self.off_until < self.stop else None)
 

@@ -71,18 +71,21 @@ class SenderBase:
         """A new static inter-packet delay (a subnet manager pacing a source, seed 000 §6.2)."""
         self.ipd = ipd
 
-    if TYPE_CHECKING:
-        # The sending side the HCA's transmit arbitration calls (``HCA.senders``); every
-        # subclass defines it (declared here for the type checker only).
-        def ready(self, now: int) -> tuple[bool, int | None]:
-            """``(True, None)`` when a packet may start at *now*; else ``(False, t)``:
-            ask again at *t* (None: only when something else changes)."""
+    # The sending side the HCA's transmit arbitration calls (``HCA.senders``); every
+    # subclass defines it (plain methods, not a TYPE_CHECKING block: mypyc compiles
+    # no statements in a class body).
+    def ready(self, now: int) -> tuple[bool, int | None]:
+        """``(True, None)`` when a packet may start at *now*; else ``(False, t)``:
+        ask again at *t* (None: only when something else changes)."""
+        raise NotImplementedError
 
-        def next_size(self) -> int:
-            """The wire size in bytes of the packet :meth:`next_packet` would build."""
+    def next_size(self) -> int:
+        """The wire size in bytes of the packet :meth:`next_packet` would build."""
+        raise NotImplementedError
 
-        def next_packet(self, now: int) -> bytearray:
-            """Build the next packet, which starts on the link at *now*."""
+    def next_packet(self, now: int) -> bytearray:
+        """Build the next packet, which starts on the link at *now*."""
+        raise NotImplementedError
 
     def next_psn(self) -> int:
         """The PSN the next new packet gets (0 for a QP that numbers no packets of its own)."""
