@@ -168,7 +168,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     fabric = Fabric(nodes, wiring, link_capacity, {}, link_ends)
     for index, flow in enumerate(scn.flows):
         src, dst = nodes[flow.src], nodes[flow.dst]
-        if src.port is None or dst.port is None:
+        if not src.ports or not dst.ports:
             raise UserError("flow %s: %s and %s must both be attached by a link" % (flow.name, flow.src, flow.dst))
         fabric.flow_capacity[flow.name] = src.port.rate
         qs, qd = src.new_qpn(), dst.new_qpn()

@@ -78,8 +78,10 @@ class PortCounters:
 
     def __init__(self, rate: int):
         self.tick_ps = max(1, TICK_BYTES * PS_PER_S // rate)
-        for name in self.__slots__[1:13]:
-            setattr(self, name, 0)
+        self.xmit_bytes = self.rcv_bytes = self.xmit_pkts = self.rcv_pkts = 0
+        self.rcv_errors = self.rcv_switch_relay_errors = self.xmit_discards = 0
+        self.rcv_constraint_errors = self.excessive_buffer_overrun = self.vl15_dropped = 0
+        self.rcv_fecn = self.rcv_becn = 0
         self._wait_ps = self._cong_ps = 0
         self._wait_since: int | None = None
         self._cong_since: int | None = None

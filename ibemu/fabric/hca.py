@@ -10,7 +10,7 @@ generator and the link credits of its VL.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from .params import HCAParams
 from .credits import blocks_of
@@ -49,9 +49,10 @@ class HCA(Node):
         self.lmc = 0                        # 2^LMC LIDs lid .. lid + 2^LMC - 1 (base aligned; IBA 7.11.1)
         self.params = params
         self.mtu = params.mtu
-        # the HCA's one port: None until add_port (build.py reports an HCA left without
-        # a link); declared a Port because everything that sends or receives runs after it
-        self.port: Port = cast("Port", None)
+        # the HCA's one port, set by add_port (``ports`` stays empty for an HCA left
+        # without a link, which build.py reports); everything that sends or receives
+        # runs after it, so it is declared a Port, not Optional (no None under mypyc)
+        self.port: Port
         self.arb: VLArbiter                 # the port's VL arbitration, made by add_port
         self.qps: dict[int, PacketHandler] = {}     # qpn -> receiving QP object
         self.senders: list[SenderBase] = []         # QPs that may send data, round robin
@@ -91,15 +92,16 @@ class HCA(Node):
         return self._zero if n == self.mtu else self._zero[:n]
 
     # ---------------------------------------------------------------- receive
-    def receive(self, pidx: int, frame: bytearray, link: bool, now: int) -> None:
-        port = self.port
-        if port is None or pidx != port.index:
+    def receive(self, pidx: int, buf: Buf, link: bool, now: int) -> None:
+        port = self.ports.get(pidx)
+        if port is None:
             self.count("dropped_no_port")
             return
         if link:
-            if self.receive_link(port, frame, now) is not None:
+            if self.receive_link(port, buf, now) is not None:
                 self._try_send(now)
             return
+        frame = buf if isinstance(buf, bytearray) else bytearray(buf)   # packets are bytearrays
         n = len(frame)
         port.pc.received(frame)
         if not frame_intact(frame):             # length, PktLen, VCRC (node.py)

@@ -106,16 +106,18 @@ class Switch(Node):
         self._wake_at[port.index] = -1
 
     # ---------------------------------------------------------------- receive
-    def receive(self, pidx: int, frame: bytearray, link: bool, now: int) -> None:
+    def receive(self, pidx: int, buf: Buf, link: bool, now: int) -> None:
         port = self.ports.get(pidx)
         if port is None:
             self.count("dropped_no_port")
             return
         if link:
-            vl = self.receive_link(port, frame, now)
+            vl = self.receive_link(port, buf, now)
             if vl is not None:
                 self._try_output(pidx, now)
             return
+        # a packet is a bytearray (rewritten in place: VL, FECN); a link packet may be bytes
+        frame = buf if isinstance(buf, bytearray) else bytearray(buf)
         n = len(frame)
         port.pc.received(frame)
         # IBA ch. 7 (link layer) checks on arrival (issue 8): a packet with a bad VCRC or a PktLen

@@ -152,7 +152,7 @@ def flow_paths(scn: Scenario, fabric: Fabric) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for f in scn.flows:
         src, dst = fabric.nodes[f.src], fabric.nodes[f.dst]
-        assert isinstance(src, HCA) and isinstance(dst, HCA) and src.port is not None
+        assert isinstance(src, HCA) and isinstance(dst, HCA) and bool(src.ports)
         dlid = dst.lid + (f.path or 0)
         label = by_port[(f.src, src.port.index)]
         path = [label]

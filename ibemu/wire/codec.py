@@ -114,12 +114,16 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
     return frame
 
 
+FIELDS = ("vl", "lver", "sl", "lnh", "dlid", "pktlen", "slid", "grh", "opcode",
+          "se", "m", "padcnt", "tver", "pkey", "fecn", "becn", "destqp", "ackreq",
+          "psn", "ext", "payload", "icrc", "vcrc")
+"""The parsed fields of a :class:`Frame`, in header order."""
+
+
 class Frame:
     """A parsed packet: header fields as attributes, extension headers in ``ext``."""
 
-    __slots__ = ("vl", "lver", "sl", "lnh", "dlid", "pktlen", "slid", "grh", "opcode",
-                 "se", "m", "padcnt", "tver", "pkey", "fecn", "becn", "destqp", "ackreq",
-                 "psn", "ext", "payload", "icrc", "vcrc")
+    __slots__ = FIELDS
 
     vl: int
     lver: int
@@ -146,7 +150,7 @@ class Frame:
     vcrc: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+        return {k: getattr(self, k) for k in FIELDS}
 
 
 def parse(buf: Buf) -> Frame:
