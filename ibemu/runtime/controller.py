@@ -225,7 +225,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     key = new_key()
     if external:                    # whatever runs the external nodes needs it: owner-only
         write_key(workdir / "key", key)
-    pause_file = create_pause_file(workdir / PAUSE_FILE) if pace == "together" else None
+    pause_file = create_pause_file(workdir / PAUSE_FILE, len(groups)) if pace == "together" else None
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity,
                         pause_file)
 

@@ -141,6 +141,8 @@ class NodeLoop:
                 self._sample_upto(heap[0][0])   # before the first event at or after it
                 continue
             break
+        if self.pace is not None:       # [pace] issue 16 (helper V): caught up
+            self.pace.idle()
         self.now_ps = min(E, end)
         if E >= end:
             self._sample_upto(end)

@@ -112,49 +112,90 @@ def format_verdict(v: dict[str, Any], allowed: bool = False) -> str:
 
 # ---------------------------------------------------------------- the paced mode
 
-_PAUSE = struct.Struct("<d")
+_HEAD = struct.Struct("<dQ")
+"""The pause file's head: the pause (wall seconds) and how many workers took a slot."""
+_SLOT = struct.Struct("<d")
+"""One worker's slot: the emulated time (ps) of the event it is busy with, inf when idle."""
+INF = float("inf")
 
 
-def create_pause_file(path: str | Path) -> Path:
-    """The shared pause of a paced run: an 8-byte file holding 0.0 (the controller
-    makes it before the workers start)."""
+def create_pause_file(path: str | Path, workers: int) -> Path:
+    """The shared state of a paced run (the controller makes it before the workers
+    start): the pause, 0.0, and one idle slot per worker."""
     p = Path(path)
-    p.write_bytes(_PAUSE.pack(0.0))
+    p.write_bytes(_HEAD.pack(0.0, 0) + _SLOT.pack(INF) * workers)
     return p
 
 
 class SharedPause:
-    """The run's pause (wall seconds, a float64) in a file every worker maps.  Read
-    without a lock (an aligned 8-byte load); raised under an exclusive ``flock``, as a
-    maximum, so it never decreases whatever the order of the writers."""
+    """The shared state of a paced run, in a file every worker maps: the run's pause
+    (wall seconds, a float64) and one slot per worker, where each says which emulated
+    time it is busy processing (inf: caught up).  Read without a lock (aligned 8-byte
+    loads); the pause is raised, and a slot taken, under an exclusive ``flock``; the
+    pause is raised as a maximum, so it never decreases whatever the order of the
+    writers."""
 
     def __init__(self, path: str | Path) -> None:
         self._fd = os.open(path, os.O_RDWR)
         try:
-            self._map = mmap.mmap(self._fd, _PAUSE.size)
+            size = os.fstat(self._fd).st_size
+            if size < _HEAD.size:
+                raise ValueError("%s: not a pause file" % path)
+            self._map = mmap.mmap(self._fd, size)
         except (OSError, ValueError):
             os.close(self._fd)
             raise
+        self.slots = (size - _HEAD.size) // _SLOT.size
+        with self._locked():
+            pause, taken = _HEAD.unpack_from(self._map, 0)
+            _HEAD.pack_into(self._map, 0, pause, taken + 1)
+        self.slot = taken if taken < self.slots else None     # None: more workers than slots
+        self._others = struct.Struct("<%dd" % self.slots)
+        self._busy = INF
+
+    def _locked(self) -> _Flock:
+        return _Flock(self._fd)
 
     def read(self) -> float:
-        value: float = _PAUSE.unpack_from(self._map, 0)[0]
+        value: float = _HEAD.unpack_from(self._map, 0)[0]
         return value
 
     def raise_to(self, value: float) -> float:
         """Make the pause at least *value*; return the pause now."""
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
+        with self._locked():
             cur = self.read()
             if value > cur:
-                _PAUSE.pack_into(self._map, 0, value)
+                _HEAD.pack_into(self._map, 0, value, _HEAD.unpack_from(self._map, 0)[1])
                 cur = value
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
         return cur
 
+    def busy(self, t: float) -> None:
+        """Say that this worker is busy with the event at emulated *t* (inf: caught up)."""
+        if t != self._busy and self.slot is not None:
+            self._busy = t
+            _SLOT.pack_into(self._map, _HEAD.size + self.slot * _SLOT.size, t)
+
+    def earliest_busy(self) -> float:
+        """The earliest time any worker is busy with (inf: every one caught up)."""
+        return min(self._others.unpack_from(self._map, _HEAD.size), default=INF)
+
     def close(self) -> None:
+        self.busy(INF)
         self._map.close()
         os.close(self._fd)
+
+
+class _Flock:
+    """An exclusive ``flock`` on a file descriptor, as a context manager."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
 
 
 def read_pause(path: str | Path) -> float:
@@ -163,7 +204,8 @@ def read_pause(path: str | Path) -> float:
         data = Path(path).read_bytes()
     except OSError:
         return 0.0
-    return _PAUSE.unpack_from(data, 0)[0] if len(data) >= _PAUSE.size else 0.0
+    value: float = _HEAD.unpack_from(data, 0)[0] if len(data) >= _HEAD.size else 0.0
+    return value
 
 
 class PacedLoop(Protocol):
@@ -175,12 +217,17 @@ class PacedLoop(Protocol):
 
 
 class Pacer:
-    """The paced mode's hook: :meth:`adjust` runs at the start of every step of a loop
-    (before it reads its clock).  It moves the loop's emulated zero ``t0`` later by the
-    shared pause, so ``E = (wall - t0 - pause) / dilation``, and raises the pause when
-    the loop's earliest pending event is more than *bound_ps* behind ``E`` (see the
-    module text).  The loop's timers follow ``t0``, so a sleeping worker wakes early
-    after a raise, finds nothing due and sleeps again."""
+    """The paced mode's hooks on one loop: :meth:`adjust` at the start of every step
+    (before the loop reads its clock) and :meth:`idle` at its end.
+
+    :meth:`adjust` moves the loop's emulated zero ``t0`` later by the shared pause, so
+    ``E = (wall - t0 - pause) / dilation``; says in the worker's slot which event it is
+    about to process when that event is due (at or before ``E``); and raises the pause
+    when the earliest event any worker is busy with -- its own or another's, one that is
+    in a long step or was preempted in it -- is more than *bound_ps* behind ``E``: this
+    worker then waits for it rather than run ahead and receive its frames late.
+    :meth:`idle` says the worker caught up.  The loop's timers follow ``t0``, so a
+    sleeping worker wakes early after a raise, finds nothing due and sleeps again."""
 
     def __init__(self, shared: SharedPause, bound_ps: int = PACE_BOUND_PS) -> None:
         self.shared = shared
@@ -195,15 +242,20 @@ class Pacer:
             self.applied = pause
 
     def adjust(self, loop: PacedLoop, first: int | None) -> None:
-        """Follow the shared pause; raise it when this loop is behind: *first* is the
-        emulated time of its earliest pending event (None: nothing pending)."""
-        self._apply(loop, self.shared.read())
-        if first is None:
-            return
-        lag = loop.emulated_now() - first
+        """Follow the shared pause; raise it when a worker is behind (one step): *first*
+        is the emulated time of this loop's earliest pending event (None: nothing)."""
+        shared = self.shared
+        self._apply(loop, shared.read())
+        E = loop.emulated_now()
+        shared.busy(first if first is not None and first <= E else INF)
+        lag = E - shared.earliest_busy()
         if lag > self.bound_ps:
             self.raises += 1
-            self._apply(loop, self.shared.raise_to(self.applied + lag / loop.ps_per_wall))
+            self._apply(loop, shared.raise_to(self.applied + lag / loop.ps_per_wall))
+
+    def idle(self) -> None:
+        """The step is over: every event due is done."""
+        self.shared.busy(INF)
 
     def close(self) -> None:
         self.shared.close()
