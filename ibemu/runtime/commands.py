@@ -79,7 +79,7 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
                    help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="wall clock: do not ask for real-time scheduling for the workers")
-    from .pace import LAG_BUDGET_PS, PACE_MODES, SLIP_BUDGET_PS, format_time
+    from .pace import LAG_BUDGET_PS, PACE_BOUND_PS, PACE_MODES, SLIP_BUDGET_PS, format_time
     v = p.add_argument_group("wall clock: validity (issue 16; the README's \"Never silently wrong\")")
     v.add_argument("--lag-budget", type=_budget_time, default=LAG_BUDGET_PS, metavar="TIME",
                    help="the run is invalid when a worker falls further behind the wall clock than this "
@@ -93,6 +93,10 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
     v.add_argument("--pace", choices=PACE_MODES, default="free",
                    help="free: each worker keeps its own pace (default); together: every worker waits "
                         "for a late one, so the run stays valid and takes longer")
+    v.add_argument("--pace-bound", type=_budget_time, default=PACE_BOUND_PS, metavar="TIME",
+                   help="--pace together: how far (emulated time) a worker may fall behind before every "
+                        "worker waits for it (default %s; larger is faster and less exact)"
+                        % format_time(PACE_BOUND_PS))
     if watchdog:
         from .workers import WATCHDOG
         p.add_argument("--watchdog", type=_watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
@@ -132,7 +136,7 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
                           dilation=args.dilation, progress=False if args.quiet else None,
                           port_base=args.port_base, announce=not args.quiet,
                           realtime=args.realtime, watchdog=args.watchdog, pace=args.pace,
-                          budget=_budget(args))
+                          budget=_budget(args), pace_bound=args.pace_bound)
     except WallRunError as e:
         print("ibemu run: %s" % e, file=sys.stderr)
         return 1
@@ -187,6 +191,7 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--faults-until", type=int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--check-integrity", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--pace-file", help=argparse.SUPPRESS)        # the shared pause (--pace together)
+    n.add_argument("--pace-bound", type=int, default=None, help=argparse.SUPPRESS)
     n.set_defaults(func=cmd_node)
 
 
@@ -275,7 +280,7 @@ def _node(args: argparse.Namespace) -> int:
     pacer = None
     if args.pace_file:
         from .pace import Pacer, SharedPause
-        pacer = Pacer(SharedPause(args.pace_file))
+        pacer = Pacer(SharedPause(args.pace_file), *([args.pace_bound] if args.pace_bound else []))
     try:
         data = run_worker(scn, names, amap, args.dilation, part=part, pcap=args.pcap,
                           control=args.control, start_at=start_at, parent=args.parent,
@@ -323,7 +328,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     try:
         report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,
                          port_base=args.port_base, realtime=args.realtime, pace=args.pace,
-                         budget=_budget(args), allow_late=args.allow_late)
+                         budget=_budget(args), allow_late=args.allow_late, pace_bound=args.pace_bound)
     except WallRunError as e:
         print("ibemu fidelity: %s" % e, file=sys.stderr)
         return 1

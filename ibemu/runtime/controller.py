@@ -46,7 +46,7 @@ from .addrmap import assign, new_key, port_keys, write_key, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
-from .pace import PACE_MODES, Budget, create_pause_file, read_pause
+from .pace import PACE_BOUND_PS, PACE_MODES, Budget, create_pause_file, read_pause
 from .partition import partition
 from .report import format_start
 from .sockets import free_port_block
@@ -136,12 +136,12 @@ def _workdir(out: Path | None) -> Path:
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, drop_link_every: int,
                  realtime: bool, faults_until: int | None, integrity: bool,
-                 pause_file: Path | None = None) -> list[str]:
+                 pause_file: Path | None = None, pace_bound: int = PACE_BOUND_PS) -> list[str]:
     """The ``ibemu node`` options every worker gets."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
             "--parent", str(os.getpid())]
     if pause_file is not None:
-        args += ["--pace-file", str(pause_file)]
+        args += ["--pace-file", str(pause_file), "--pace-bound", str(int(pace_bound))]
     if drop_link_every:
         args += ["--drop-link-every", str(drop_link_every)]
     if not realtime:
@@ -190,7 +190,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
              drop_link_every: int = 0, keep_parts: bool = False,
              announce: bool = False, realtime: bool = True, faults_until: int | None = None,
              integrity: bool = False, external: Iterable[str] = (),
-             watchdog: float = WATCHDOG, pace: str = "free", budget: Budget | None = None) -> WallResult:
+             watchdog: float = WATCHDOG, pace: str = "free", budget: Budget | None = None,
+             pace_bound: int = PACE_BOUND_PS) -> WallResult:
     """Run *scn* in real time over *workers* processes (default: the number of cores).
 
     *announce*: print a line on stderr when the workers start.  Returns a
@@ -207,7 +208,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     with the run's secret from ``parts/key`` (mode 0600).
     *watchdog*: wall seconds a worker may stay silent before it counts as hung.
     *pace*: ``free`` (each worker keeps its own pace) or ``together`` (every worker waits
-    for a late one, :mod:`.pace`).  *budget*: the slip budget of the verdict
+    for a late one by more than *pace_bound* ps, :mod:`.pace`).  *budget*: the slip budget of the verdict
     (:func:`ibemu.runtime.pace.verdict`; ``result.valid``, ``result.validity``).
     """
     workers = workers or os.cpu_count() or 2
@@ -227,7 +228,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
         write_key(workdir / "key", key)
     pause_file = create_pause_file(workdir / PAUSE_FILE, len(groups)) if pace == "together" else None
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity,
-                        pause_file)
+                        pause_file, pace_bound)
 
     t_wall = time.perf_counter()
     with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
