@@ -212,7 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pcap", default="sample.pcap", help="output capture (default sample.pcap)")
     s.set_defaults(func=_cmd_sample)
 
-    r = sub.add_parser("run", help="run a scenario and write its output folder")
+    r = sub.add_parser("run", help="run a scenario and write its output folder",
+                       epilog="exit status: 0 done; 1 a failed run or an output that cannot be written; "
+                              "2 bad input; 4 wall clock: the run is invalid, beyond its slip budget "
+                              "(--lag-budget, --slip-budget; results written with \"valid\": false; "
+                              "--allow-late exits 0); 130 interrupted")
     r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml, or the name "
                                     "of a shipped scenario, e.g. quickstart")
     r.add_argument("--clock", choices=["virtual", "wall"], default="virtual",

@@ -17,6 +17,7 @@ from ..results import write_outputs
 from ..run import RunResult, lids_of
 from ..scenario import Scenario
 from .merge import merge_captures, merge_counters, merge_metrics, merge_runtime, new_metrics, read_part
+from .pace import Budget, verdict
 from .workers import Worker
 
 
@@ -31,6 +32,12 @@ class WallResult(RunResult):
     error: str | None = None
     credit_problems: list[str] | None = None    # credit_problems() of the workers' reports
     integrity: dict[str, Any] | None = None     # merged PayloadCheck records (integrity=True)
+    validity: dict[str, Any] = field(default_factory=dict)  # pace.verdict(): valid, reason, lag, slip
+
+    @property
+    def valid(self) -> bool:
+        """Whether the run stayed within its slip budget (issue 16 Deliver 5)."""
+        return bool(self.validity.get("valid", True))
 
 
 @dataclass
@@ -40,6 +47,8 @@ class Outcome:
     wall_seconds: float
     interrupted: bool = False
     failed: Worker | None = None            # the worker that died
+    pace: str = "free"                      # --pace (issue 16): free or together
+    pause_s: float = 0.0                    # together: the shared pause at the end (wall s)
 
     @property
     def error(self) -> str | None:
@@ -50,9 +59,10 @@ class Outcome:
 
 def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float, port_base: int,
             pcap: str | Path | None = None, window: tuple[int, int] | None = None,
-            integrity: bool = False, out: Path | None = None) -> WallResult:
+            integrity: bool = False, out: Path | None = None, budget: Budget | None = None) -> WallResult:
     """Merge the workers' parts into a :class:`WallResult`; with *out*, write the output
-    folder (results.json says ``"completed": false`` when the run did not end well)."""
+    folder (results.json says ``"completed": false`` when the run did not end well, and
+    ``"valid": false`` with ``validity`` when it strayed beyond *budget*: :func:`.pace.verdict`)."""
     ws = outcome.workers
     parts = [w.data or read_part(w.part) for w in ws]     # the file: a worker that died late
     metrics = new_metrics(scn)
@@ -60,6 +70,10 @@ def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float,
     metrics.add_flow_capacity(fabric.flow_capacity)
     merge_metrics(metrics, [p for p in parts if p])
     runtime = merge_runtime([(w.index, w.nodes) for w in ws], parts, dilation, port_base)
+    runtime["pace"] = outcome.pace
+    if outcome.pace != "free":
+        runtime["pause_s"] = outcome.pause_s
+    validity = verdict(runtime, budget)
     completed = (not outcome.interrupted and outcome.failed is None
                  and all(p and p["completed"] for p in parts))
     error = outcome.error
@@ -70,13 +84,14 @@ def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float,
     t_from, t_to = window if window else (None, None)
     summary = metrics.summary(t_from, t_to)
     result = WallResult(scn, metrics, summary, runtime["events"], outcome.wall_seconds, counters,
-                        runtime=runtime, completed=completed, pcap=pcap, error=error)
+                        runtime=runtime, completed=completed, pcap=pcap, error=error, validity=validity)
     if all(p and "credits" in p for p in parts):
         result.credit_problems = credit_problems([p["credits"] for p in parts if p])
     if integrity:
         result.integrity = merge_records([p.get("integrity", {}) for p in parts if p])
     if out is not None:
         extra = {"clock": "wall", "dilation": dilation, "workers": len(ws), "completed": completed,
+                 "valid": validity["valid"], "validity": validity,
                  "lids": lids_of(fabric),
                  "error": error, "events": runtime["events"], "runtime": runtime,
                  "pcap": Path(pcap).name if pcap else None, "pcap_frames": pcap_frames}

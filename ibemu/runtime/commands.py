@@ -1,6 +1,7 @@
 """The command-line side of the runtime: ``ibemu run --clock wall``, ``ibemu node`` and
 ``ibemu fidelity`` (issue 4 items 2, 4, 6).  Bad input gives one line and exit 2
-(:class:`~ibemu.errors.UserError`); a failed run exits 1, Ctrl-C 130.
+(:class:`~ibemu.errors.UserError`); a failed run exits 1, Ctrl-C 130; a run beyond its
+slip budget exits 4 (:data:`ibemu.runtime.pace.EXIT_INVALID`) unless ``--allow-late``.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from . import DEFAULT_DILATION
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
+    from .pace import Budget
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -34,6 +36,29 @@ def _dilation(text: str) -> float:
         return parse_dilation(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _budget_time(text: str) -> int:
+    """--lag-budget / --slip-budget: a positive emulated time, e.g. 1ms or 200us."""
+    from ..units import parse_time
+    try:
+        ps = parse_time(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if ps <= 0:
+        raise argparse.ArgumentTypeError("must be positive, got %r" % text)
+    return ps
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    from .pace import Budget
+    return Budget(lag_ps=args.lag_budget, slip_ps=args.slip_budget)
+
+
+def _exit_status(result_validity: dict[str, object], allow_late: bool) -> int:
+    """0, or :data:`~ibemu.runtime.pace.EXIT_INVALID` for an invalid run not allowed late."""
+    from .pace import EXIT_INVALID
+    return 0 if result_validity.get("valid", True) or allow_late else EXIT_INVALID
 
 
 def _watchdog_seconds(text: str) -> float:
@@ -54,6 +79,24 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
                    help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="wall clock: do not ask for real-time scheduling for the workers")
+    from .pace import LAG_BUDGET_PS, PACE_BOUND_PS, PACE_MODES, SLIP_BUDGET_PS, format_time
+    v = p.add_argument_group("wall clock: validity (issue 16; the README's \"Never silently wrong\")")
+    v.add_argument("--lag-budget", type=_budget_time, default=LAG_BUDGET_PS, metavar="TIME",
+                   help="the run is invalid when a worker falls further behind the wall clock than this "
+                        "(emulated time, default %s)" % format_time(LAG_BUDGET_PS))
+    v.add_argument("--slip-budget", type=_budget_time, default=SLIP_BUDGET_PS, metavar="TIME",
+                   help="the run is invalid when a frame between processes arrives further behind its "
+                        "receiver than this (emulated time, default %s)" % format_time(SLIP_BUDGET_PS))
+    v.add_argument("--allow-late", action="store_true",
+                   help="accept an invalid run: results.json still says \"valid\": false, but the exit "
+                        "status is 0 (without it an invalid run exits 4)")
+    v.add_argument("--pace", choices=PACE_MODES, default="free",
+                   help="free: each worker keeps its own pace (default); together: every worker waits "
+                        "for a late one, so the run stays valid and takes longer")
+    v.add_argument("--pace-bound", type=_budget_time, default=PACE_BOUND_PS, metavar="TIME",
+                   help="--pace together: how far (emulated time) a worker may fall behind before every "
+                        "worker waits for it (default %s; larger is faster and less exact)"
+                        % format_time(PACE_BOUND_PS))
     if watchdog:
         from .workers import WATCHDOG
         p.add_argument("--watchdog", type=_watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
@@ -84,6 +127,7 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
     from ..results import format_summary_table
     from ..results.summary import link_levels
     from .controller import run_wall
+    from .pace import format_verdict
     from .report import format_runtime_line
     from .workers import WallRunError
     out = args.out or "runs/%s" % scn.name
@@ -91,7 +135,8 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
         result = run_wall(scn, out_dir=out, pcap=args.pcap, workers=args.workers,
                           dilation=args.dilation, progress=False if args.quiet else None,
                           port_base=args.port_base, announce=not args.quiet,
-                          realtime=args.realtime, watchdog=args.watchdog)
+                          realtime=args.realtime, watchdog=args.watchdog, pace=args.pace,
+                          budget=_budget(args), pace_bound=args.pace_bound)
     except WallRunError as e:
         print("ibemu run: %s" % e, file=sys.stderr)
         return 1
@@ -106,7 +151,9 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
         print("results in %s/" % out)
         if args.pcap:
             print(capture_hint(args.pcap))
-    return 0
+    if not args.quiet or not result.valid:
+        print(format_verdict(result.validity, args.allow_late), file=sys.stdout if result.valid else sys.stderr)
+    return _exit_status(result.validity, args.allow_late)
 
 
 # ---------------------------------------------------------------- ibemu node
@@ -143,6 +190,8 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--drop-link-every", type=int, default=0, help=argparse.SUPPRESS)
     n.add_argument("--faults-until", type=int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--check-integrity", action="store_true", help=argparse.SUPPRESS)
+    n.add_argument("--pace-file", help=argparse.SUPPRESS)        # the shared pause (--pace together)
+    n.add_argument("--pace-bound", type=int, default=None, help=argparse.SUPPRESS)
     n.set_defaults(func=cmd_node)
 
 
@@ -228,11 +277,16 @@ def _node(args: argparse.Namespace) -> int:
     if args.out and not part:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         part = str(Path(args.out) / ("node-%s.json" % "_".join(names)))
+    pacer = None
+    if args.pace_file:
+        from .pace import Pacer, SharedPause
+        pacer = Pacer(SharedPause(args.pace_file), *([args.pace_bound] if args.pace_bound else []))
     try:
         data = run_worker(scn, names, amap, args.dilation, part=part, pcap=args.pcap,
                           control=args.control, start_at=start_at, parent=args.parent,
                           drop_link_every=args.drop_link_every, realtime=args.realtime,
-                          faults_until=args.faults_until, integrity=args.check_integrity, key=key)
+                          faults_until=args.faults_until, integrity=args.check_integrity, key=key,
+                          pace=pacer)
     except UserError as e:
         if args.control:
             import json
@@ -240,6 +294,9 @@ def _node(args: argparse.Namespace) -> int:
         raise
     except KeyboardInterrupt:
         return 130
+    finally:
+        if pacer is not None:
+            pacer.close()
     if not args.control:
         print(format_node_summary(scn, names, data))
         if part:
@@ -270,7 +327,8 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     scn = _load(args)
     try:
         report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,
-                         port_base=args.port_base, realtime=args.realtime)
+                         port_base=args.port_base, realtime=args.realtime, pace=args.pace,
+                         budget=_budget(args), allow_late=args.allow_late, pace_bound=args.pace_bound)
     except WallRunError as e:
         print("ibemu fidelity: %s" % e, file=sys.stderr)
         return 1
@@ -278,6 +336,9 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
         print("ibemu fidelity: interrupted", file=sys.stderr)
         return 130
     print(format_fidelity(report))
+    status = _exit_status(report["validity"], args.allow_late)
+    if status:
+        return status
     if args.tolerance is not None:
         worst = report["worst"]
         if worst is not None and worst > args.tolerance:

@@ -46,6 +46,7 @@ from .addrmap import assign, new_key, port_keys, write_key, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
+from .pace import PACE_BOUND_PS, PACE_MODES, Budget, create_pause_file, read_pause
 from .partition import partition
 from .report import format_start
 from .sockets import free_port_block
@@ -86,8 +87,14 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
+PAUSE_FILE = "pace"
+"""The shared pause of a paced run (``--pace together``), in the parts folder (:mod:`.pace`)."""
+
+
 def _check(dilation: float, workers: int, port_base: int, out_dir: str | Path | None, pcap: str | Path | None,
-           watchdog: float) -> None:
+           watchdog: float, pace: str = "free") -> None:
+    if pace not in PACE_MODES:
+        raise UserError("--pace must be one of %s, got %r" % (", ".join(PACE_MODES), pace))
     if not dilation or dilation <= 0:
         raise UserError("--dilation must be positive, got %r" % dilation)
     if not MIN_WATCHDOG <= watchdog <= MAX_WATCHDOG:
@@ -128,10 +135,13 @@ def _workdir(out: Path | None) -> Path:
 
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, drop_link_every: int,
-                 realtime: bool, faults_until: int | None, integrity: bool) -> list[str]:
+                 realtime: bool, faults_until: int | None, integrity: bool,
+                 pause_file: Path | None = None, pace_bound: int = PACE_BOUND_PS) -> list[str]:
     """The ``ibemu node`` options every worker gets."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
             "--parent", str(os.getpid())]
+    if pause_file is not None:
+        args += ["--pace-file", str(pause_file), "--pace-bound", str(int(pace_bound))]
     if drop_link_every:
         args += ["--drop-link-every", str(drop_link_every)]
     if not realtime:
@@ -180,7 +190,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
              drop_link_every: int = 0, keep_parts: bool = False,
              announce: bool = False, realtime: bool = True, faults_until: int | None = None,
              integrity: bool = False, external: Iterable[str] = (),
-             watchdog: float = WATCHDOG) -> WallResult:
+             watchdog: float = WATCHDOG, pace: str = "free", budget: Budget | None = None,
+             pace_bound: int = PACE_BOUND_PS) -> WallResult:
     """Run *scn* in real time over *workers* processes (default: the number of cores).
 
     *announce*: print a line on stderr when the workers start.  Returns a
@@ -196,9 +207,12 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer),
     with the run's secret from ``parts/key`` (mode 0600).
     *watchdog*: wall seconds a worker may stay silent before it counts as hung.
+    *pace*: ``free`` (each worker keeps its own pace) or ``together`` (every worker waits
+    for a late one by more than *pace_bound* ps, :mod:`.pace`).  *budget*: the slip budget of the verdict
+    (:func:`ibemu.runtime.pace.verdict`; ``result.valid``, ``result.validity``).
     """
     workers = workers or os.cpu_count() or 2
-    _check(dilation, workers, port_base, out_dir, pcap, watchdog)
+    _check(dilation, workers, port_base, out_dir, pcap, watchdog, pace)
     fabric = build_fabric(scn)
     groups = _groups(fabric, scn, workers, set(external or ()))
     base = free_port_block(host, max(1, len(port_keys(fabric))), port_base)
@@ -212,7 +226,9 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     key = new_key()
     if external:                    # whatever runs the external nodes needs it: owner-only
         write_key(workdir / "key", key)
-    args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity)
+    pause_file = create_pause_file(workdir / PAUSE_FILE, len(groups)) if pace == "together" else None
+    args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity,
+                        pause_file, pace_bound)
 
     t_wall = time.perf_counter()
     with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
@@ -221,13 +237,14 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
             w.send(cmd="key", key=key.hex())
         pool.serve_mgmt(workdir / SOCKET_NAME, fabric)         # <out>/parts/mgmt.sock
         failed = _supervise(pool, scn, stop, dilation, progress, announce)
-    outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed)
+    outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed,
+                      pace=pace, pause_s=read_pause(pause_file) if pause_file is not None else 0.0)
 
     recorded = any(w.data is not None or w.part.exists() for w in pool.workers)
     write_to = out if recorded or failed is None else None     # nothing recorded: keep what is there
     with atomic_batch():        # the capture and the output folder: all written, or none (issue 14)
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=base, pcap=pcap,
-                         window=window, integrity=integrity, out=write_to)
+                         window=window, integrity=integrity, out=write_to, budget=budget)
     if result.completed and not keep_parts:
         shutil.rmtree(workdir, ignore_errors=True)
     if failed is not None:

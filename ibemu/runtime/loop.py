@@ -86,6 +86,7 @@ class NodeLoop:
         self.overload_ps = int(OVERLOAD * self.ps_per_wall)
         self.overloaded = False
         self.on_overload: Callable[[], object] | None = None    # called once when overloaded
+        self.pace: Any = None       # [pace] issue 16 (helper V): a pace.Pacer in the paced mode
         self.on_sample: Callable[[int], object] | None = None   # every sample_step ps
         self.sample_step = 0
         self._next_sample = INF
@@ -121,11 +122,13 @@ class NodeLoop:
         """Run every event due by now, in emulated-time order (see the module text)."""
         if self.done:
             return
+        sched = self.sched
+        heap = sched.heap
+        if self.pace is not None:       # [pace] issue 16 (helper V): follow or raise the shared pause
+            self.pace.adjust(self, heap[0][0] if heap else None)
         E = self.emulated_now()
         end = self.duration
         limit = E + 1 if E < end else end       # the events at or before E, before the end
-        sched = self.sched
-        heap = sched.heap
         if heap and E - heap[0][0] > self.max_lag_ps:   # the step's first event is its latest
             self.max_lag_ps = E - heap[0][0]
             if self.max_lag_ps > self.overload_ps and not self.overloaded:
@@ -138,6 +141,8 @@ class NodeLoop:
                 self._sample_upto(heap[0][0])   # before the first event at or after it
                 continue
             break
+        if self.pace is not None:       # [pace] issue 16 (helper V): caught up
+            self.pace.idle()
         self.now_ps = min(E, end)
         if E >= end:
             self._sample_upto(end)

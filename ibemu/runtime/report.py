@@ -26,6 +26,11 @@ def format_runtime_line(runtime: dict[str, Any]) -> str:
                      runtime["duplicates_dropped"]))
     if runtime.get("strangers") or runtime.get("bad_datagrams") or runtime.get("forged"):
         line += "\n" + _dropped_line(runtime)
+    if runtime.get("pace") == "together":     # issue 16 Deliver 5: the paced mode (pace.py)
+        emulated = max((w.get("emulated_ps", 0) for w in runtime.get("workers", [])), default=0)
+        effective = runtime["dilation"] + (runtime.get("pause_s", 0.0) * 1e12 / emulated if emulated else 0.0)
+        line += ("\npaced together: the workers waited %.2f s in all for late ones (effective dilation %.0f)"
+                 % (runtime.get("pause_s", 0.0), effective))
     if runtime.get("overloaded"):
         line += ("\nwarning: worker %s fell more than %.0f ms behind the wall clock: this machine "
                  "is too slow for the dilation (try a larger --dilation)" % (

@@ -200,7 +200,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
                dilation: float, *, part: str | Path | None = None, pcap: str | Path | None = None,
                control: bool = False, start_at: float | None = None, parent: int = 0,
                drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
-               integrity: bool = False, key: bytes | None = None) -> dict[str, Any]:
+               integrity: bool = False, key: bytes | None = None, pace: Any = None) -> dict[str, Any]:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
     *part*) what they recorded.  Raises UserError for bad input.
 
@@ -211,7 +211,8 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
     record (digests in hex) in the part as ``integrity``.  *key*: the run's secret
     (:mod:`.delivery`); with *control* it is the first control line instead,
-    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1)."""
+    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1).  *pace*: a
+    :class:`~ibemu.runtime.pace.Pacer` (the paced mode, issue 16)."""
     ctl = Control() if control else None
     beat = Heartbeat(ctl).start() if ctl is not None else None
     try:
@@ -219,7 +220,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
             _die_with_parent(parent)
         return _run_worker(scn, node_names, amap, dilation, ctl, beat, part=part, pcap=pcap,
                            start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
-                           faults_until=faults_until, integrity=integrity, key=key)
+                           faults_until=faults_until, integrity=integrity, key=key, pace=pace)
     finally:
         if beat is not None:
             beat.stop()
@@ -228,7 +229,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
 def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str, int], tuple[str, int]],
                 dilation: float, ctl: Control | None, beat: Heartbeat | None, *, part: str | Path | None,
                 pcap: str | Path | None, start_at: float | None, drop_link_every: int, realtime: bool,
-                faults_until: int | None, integrity: bool, key: bytes | None) -> dict[str, Any]:
+                faults_until: int | None, integrity: bool, key: bytes | None, pace: Any = None) -> dict[str, Any]:
     """:func:`run_worker` once the control channel and its heartbeat run."""
     scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
@@ -252,6 +253,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
                     faults_until=faults_until, key=key)
     loop.on_overload = lower_priority
+    loop.pace = pace                    # [pace] issue 16 (helper V): None unless --pace together
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)
     ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]
