@@ -179,6 +179,10 @@ def ref_worktree(commit: str, parent: Path) -> Path:
     return path
 
 
+class RunFailed(Exception):
+    """A variant's run ended with an error (its stderr is in the message)."""
+
+
 def run_variant(tree: Path, workload: str, ms: float, fat_tree: Path) -> dict[str, Any]:
     """One measured run in a fresh process with PYTHONPATH = *tree*."""
     env = dict(os.environ, PYTHONPATH=str(tree))
@@ -187,7 +191,7 @@ def run_variant(tree: Path, workload: str, ms: float, fat_tree: Path) -> dict[st
            "--fat-tree", str(fat_tree)]
     r = subprocess.run(cmd, cwd=str(tree), env=env, capture_output=True, text=True)
     if r.returncode:
-        sys.exit("run failed in %s (%s):\n%s" % (tree, workload, r.stderr[-4000:]))
+        raise RunFailed("%s: the %s run failed:\n%s" % (tree, workload, r.stderr[-3000:]))
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -206,10 +210,11 @@ def report(workload: str, best: dict[str, dict[str, Any]], runs: dict[str, list[
     ms = next(iter(best.values()))["ms"]
     print()
     print("%s: %g ms emulated, best of %d (%s time)" % (title[workload], ms, repeat, clock))
-    print("  %-9s %9s %9s %10s %13s %13s %11s %9s %7s %7s %7s %8s  %s" % (
+    print("  %-9s %9s %9s %10s %13s %13s %11s %9s %7s %7s %7s %8s %6s  %s" % (
         "variant", "frames", "packets", "events", "frame-hops/s", "packet-hops/s", "events/s", "s/ems",
-        "xframe", "xpacket", "xevent", "cpu/wall", "frame-hops/s of every run"))
+        "xframe", "xpacket", "xevent", "cpu/wall", "xcpu", "frame-hops/s of every run"))
     ref = best.get("ref")
+    fast = {v: max(r["frames"] / r["cpu"] for r in rs) for v, rs in runs.items()}   # frame-hops per CPU second
     for v, b in best.items():
         t = b[clock]
         ratios = ("%7.2f %7.2f %7.2f" % (b["frames"] / t / (ref["frames"] / ref[clock]),
@@ -217,12 +222,14 @@ def report(workload: str, best: dict[str, dict[str, Any]], runs: dict[str, list[
                                          b["events"] / t / (ref["events"] / ref[clock]))
                   if ref is not None else "%7s %7s %7s" % ("-", "-", "-"))
         every = " ".join("%.0f" % (r["frames"] / r[clock]) for r in runs[v])
-        print("  %-9s %9d %9d %10d %13.0f %13.0f %11.0f %9.4f %s %8.2f  %s" % (
+        xcpu = "%6.2f" % (fast[v] / fast["ref"]) if ref is not None else "%6s" % "-"
+        print("  %-9s %9d %9d %10d %13.0f %13.0f %11.0f %9.4f %s %8.2f %s  %s" % (
             v, b["frames"], b["packets"], b["events"], b["frames"] / t, b["packets"] / t, b["events"] / t,
-            t / b["ms"], ratios, b["cpu"] / b["wall"], every))
+            t / b["ms"], ratios, b["cpu"] / b["wall"], xcpu, every))
     print("  s/ems: %s seconds per emulated ms; xframe, xpacket, xevent: frame-hops/s, packet-hops/s and "
           "events/s over the reference's;\n  cpu/wall: CPU time over wall time of the best run (below 1: "
-          "the process waited for a CPU)" % clock)
+          "the process waited for a CPU);\n  xcpu: frame-hops per CPU second (best run by CPU time) over the "
+          "reference's, less disturbed by other load" % clock)
 
 
 def main() -> int:
@@ -264,6 +271,7 @@ def main() -> int:
 
     print("bench_engine: python %s, %d CPUs, load average %s" % (sys.version.split()[0], os.cpu_count() or 0,
                                                                    _loadavg()), flush=True)
+    failed: set[str] = set()                          # variants whose run failed: left out from then on
     with tempfile.TemporaryDirectory(prefix="ibemu-bench-") as tmp:
         trees: dict[str, Path] = {}
         ref = None
@@ -280,19 +288,29 @@ def main() -> int:
                 runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
                 for i in range(a.repeat):
                     for v, tree in trees.items():
-                        r = run_variant(tree, w, ms_of[w], FAT_TREE)
+                        if v in failed:
+                            continue
+                        try:
+                            r = run_variant(tree, w, ms_of[w], FAT_TREE)
+                        except RunFailed as e:             # report it, go on with the other variants
+                            print("variant %s left out: %s" % (v, e), flush=True)
+                            failed.add(v)
+                            continue
                         if r["core"] != ("compiled" if v == "compiled" else "pure"):
                             sys.exit("variant %s imported a %s core from %s" % (v, r["core"], r["ibemu"]))
                         runs[v].append(r)
                         print("  %s run %d/%d %-8s %6.2f s wall, %8.0f frame-hops/s" % (
                             w, i + 1, a.repeat, v, r["wall"], r["frames"] / r[a.clock]), flush=True)
-                best = {v: min(rs, key=lambda r: r[a.clock]) for v, rs in runs.items()}
-                report(w, best, runs, a.clock, a.repeat)
+                runs = {v: rs for v, rs in runs.items() if rs}
+                if runs:
+                    best = {v: min(rs, key=lambda r: r[a.clock]) for v, rs in runs.items()}
+                    report(w, best, runs, a.clock, a.repeat)
         finally:
             if ref is not None:
                 subprocess.run(["git", "worktree", "remove", "--force", str(ref)], cwd=HERE, capture_output=True)
+                subprocess.run(["git", "worktree", "prune"], cwd=HERE, capture_output=True)
     print("\nload average at the end: %s" % _loadavg())
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
