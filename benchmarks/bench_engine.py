@@ -183,10 +183,14 @@ class RunFailed(Exception):
     """A variant's run ended with an error (its stderr is in the message)."""
 
 
-def run_variant(tree: Path, workload: str, ms: float, fat_tree: Path) -> dict[str, Any]:
-    """One measured run in a fresh process with PYTHONPATH = *tree*."""
+def run_variant(tree: Path, workload: str, ms: float, fat_tree: Path, compiled: bool) -> dict[str, Any]:
+    """One measured run in a fresh process with PYTHONPATH = *tree* (pure: IBEMU_PURE=1, so
+    that compiled modules built in place in the tree, if any, are not used)."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     env.pop("PYTHONSTARTUP", None)
+    env.pop("IBEMU_PURE", None)
+    if not compiled:
+        env["IBEMU_PURE"] = "1"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", workload, "--ms", repr(ms),
            "--fat-tree", str(fat_tree)]
     r = subprocess.run(cmd, cwd=str(tree), env=env, capture_output=True, text=True)
@@ -291,7 +295,7 @@ def main() -> int:
                         if v in failed:
                             continue
                         try:
-                            r = run_variant(tree, w, ms_of[w], FAT_TREE)
+                            r = run_variant(tree, w, ms_of[w], FAT_TREE, v == "compiled")
                         except RunFailed as e:             # report it, go on with the other variants
                             print("variant %s left out: %s" % (v, e), flush=True)
                             failed.add(v)
