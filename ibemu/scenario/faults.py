@@ -6,6 +6,7 @@ fabric's injectors run (semantics in :mod:`ibemu.fabric.faults`).
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from typing import Any
 
 from ..fabric.faults import FaultSpec, LinkFaults
@@ -46,7 +47,7 @@ def parse_faults(ctx: Checker, raw: Any, links: list[LinkSpec], path: str = "fau
         return float(v)
 
     def fields(p: str, t: dict[str, Any], base: LinkFaults) -> LinkFaults:
-        f = LinkFaults(**{**vars(base), "down": list(base.down)})
+        f = replace(base, down=list(base.down))   # (not vars(): compiled, it has no __dict__)
         for k in ("loss", "duplicate", "reorder", "corrupt"):
             if k in t:
                 setattr(f, k, prob(p + "." + k, t[k]))
@@ -94,7 +95,7 @@ def parse_faults(ctx: Checker, raw: Any, links: list[LinkSpec], path: str = "fau
             for label in by_label[key]:
                 other = spec.links.get(label)
                 if other is None:
-                    spec.links[label] = LinkFaults(**{**vars(every), "down": list(f.down)})
+                    spec.links[label] = replace(every, down=list(f.down))
                 else:
                     other.down = list(f.down)
     return spec if spec.active() else None
