@@ -20,8 +20,8 @@ machine's load (on a shared machine it follows less).
 --local-frames: ``datagrams`` (the default of ``ibemu run``): frames between nodes of
 one worker travel as real datagrams through the loopback interface; ``direct``: they are
 handed over in the worker (``IBEMU_LOCAL_DATAGRAMS=0``, :mod:`ibemu.runtime.delivery`),
-the same results with two system calls and a MAC less per frame.  ``both`` runs each
-dilation in both modes.
+the same results with two system calls and a MAC less per frame.  ``both`` (the
+default) runs the search in each mode.
 
 Usage: python benchmarks/bench_runtime_dilation.py [--dilations 200,100,70,50,40,30] [--repeat 3]
        [--local-frames datagrams|direct|both] [--all] [--no-realtime]
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="go on after the first failing dilation")
     ap.add_argument("--no-realtime", dest="realtime", action="store_false",
                     help="workers without real-time scheduling")
-    ap.add_argument("--local-frames", choices=("datagrams", "direct", "both"), default="datagrams")
+    ap.add_argument("--local-frames", choices=("datagrams", "direct", "both"), default="both")
     args = ap.parse_args(argv)
     scn = santos_fig1(L=5, R=1, name="fig2a")
     virtual = run_virtual(scn)
