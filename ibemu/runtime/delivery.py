@@ -10,7 +10,10 @@ datagrams.  :class:`SocketPorts` is the shared scheduler's *transmit* and *poll*
 - Between two nodes of the same process the sender takes the datagram off the peer's
   socket right after ``send`` (loopback delivers it during the call): the frames are real
   datagrams, yet the receiver never sees one late, so a process is exactly the
-  virtual-time engine.
+  virtual-time engine.  With ``local_datagrams=False`` (``IBEMU_LOCAL_DATAGRAMS=0``,
+  :mod:`ibemu.runtime.worker`) such frames skip the sockets: handed over at the time and
+  in the order their datagram would have, the same results, two system calls and a MAC
+  less per frame (issue 16 Deliver 4), but not visible on the loopback interface.
 
 Lost datagrams: every (node, port) socket numbers its datagrams (the shim's per-link
 ``seq``) and the receiving socket counts gaps (:class:`SeqCheck`).  Credits bound the
