@@ -179,6 +179,38 @@ async def test_one_process_loop_matches_the_virtual_engine_exactly():
         assert w["links"][label]["bytes"] == v["links"][label]["bytes"]
 
 
+async def test_direct_local_delivery_matches_the_virtual_engine_exactly():
+    """local_datagrams=False: frames between nodes of the process skip their sockets,
+    at the time their datagram would carry; the run is still the virtual engine's."""
+    scn = quickstart("1ms")
+    loop, metrics = _loop(scn, 50, local_datagrams=False)
+    try:
+        await loop.run(trio.current_time() + 0.02)
+    finally:
+        loop.close()
+    st = loop.stats()
+    assert loop.done and st["emulated_ps"] == scn.duration
+    assert st["datagrams_sent"] == st["datagrams_received"] == 0 and st["frames_direct"] > 1000
+    assert st["slips"] == 0
+    v = run_virtual(scn).summary
+    w = metrics.summary()
+    for name in v["flows"]:
+        assert w["flows"][name]["rx_bytes"] == v["flows"][name]["rx_bytes"]
+    for label in v["links"]:
+        assert w["links"][label]["bytes"] == v["links"][label]["bytes"]
+
+
+def test_local_datagrams_default_follows_the_environment(monkeypatch):
+    from ibemu.runtime.worker import LOCAL_DATAGRAMS_ENV, local_datagrams_default
+    monkeypatch.delenv(LOCAL_DATAGRAMS_ENV, raising=False)
+    assert local_datagrams_default() is True
+    for off in ("0", "no", "off", " False "):
+        monkeypatch.setenv(LOCAL_DATAGRAMS_ENV, off)
+        assert local_datagrams_default() is False
+    monkeypatch.setenv(LOCAL_DATAGRAMS_ENV, "1")
+    assert local_datagrams_default() is True
+
+
 async def test_lost_datagrams_are_counted():
     """Fault injection: every 7th link packet on every port is not sent.  The receivers
     must count exactly those (less at most one per link whose gap was not yet seen)."""

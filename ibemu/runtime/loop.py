@@ -32,6 +32,7 @@ Only this package imports trio and socket; the nodes and the scheduler stay sans
 from __future__ import annotations
 
 import select
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -44,6 +45,13 @@ from .delivery import PortSocket, SocketPorts
 SPIN = 0.002
 """Poll instead of sleeping when the next event is this close (wall seconds); 0: never."""
 POLL_MASK = 1
+STEP_BUDGET = 0.005
+"""A step that is far behind the clock runs its events in slices of ``chunk_ps`` and
+returns after this many wall seconds, so that trio's other tasks (the control channel,
+the heartbeat) still run while a worker catches up."""
+YIELD = 0.001
+"""While events are due in quick succession the timer task steps without going through
+trio; it gives trio a turn (a checkpoint) at least every this many wall seconds."""
 """During a step, the sockets linked to other processes are polled every 2 events."""
 OVERLOAD = 0.05
 """A loop this far (wall seconds) behind the clock is *overloaded*: the dilation is too
@@ -61,7 +69,9 @@ class NodeLoop:
     of the fabric), applied to frames started before *faults_until*
     (:mod:`ibemu.runtime.delivery`).  *key*: the run's secret, which authenticates every
     datagram (the same in every process of the run; None: a fresh one, for a loop that
-    runs every node itself).
+    runs every node itself).  *local_datagrams*: False hands the frames between nodes
+    of this process over directly instead of through their sockets (the same results,
+    fewer system calls; :meth:`~ibemu.runtime.delivery.SocketPorts.transmit`).
     """
 
     def __init__(self, nodes: Iterable[SimNode], wiring: Mapping[Any, Any],
@@ -69,7 +79,7 @@ class NodeLoop:
                  capture: Any = None, rcvbuf: Callable[[Any, int], int] | None = None,
                  drop_link_every: int = 0, spin: float = SPIN,
                  faults: Mapping[Any, Any] | None = None, faults_until: int | None = None,
-                 key: bytes | None = None) -> None:
+                 key: bytes | None = None, local_datagrams: bool = True) -> None:
         if dilation <= 0:
             raise ValueError("dilation must be positive, got %r" % dilation)
         self.sched = sched = Scheduler(nodes)
@@ -83,7 +93,9 @@ class NodeLoop:
         self.done = False
         self.max_lag_ps = 0                                 # processing behind the clock
         self.wall_s = 0.0                                   # wall seconds from t0 to the end
+        self.cpu_s = 0.0                                    # CPU seconds of this process meanwhile
         self.overload_ps = int(OVERLOAD * self.ps_per_wall)
+        self.chunk_ps = max(1, int(STEP_BUDGET * self.ps_per_wall))   # emulated ps per slice
         self.overloaded = False
         self.on_overload: Callable[[], object] | None = None    # called once when overloaded
         self.pace: Any = None       # [pace] issue 16 (helper V): a pace.Pacer in the paced mode
@@ -94,7 +106,7 @@ class NodeLoop:
         self._timer_scope: trio.CancelScope | None = None
         self._deadline: int | None = INF
         self.io = SocketPorts(sched, wiring, addresses, capture, rcvbuf, drop_link_every,
-                              faults, faults_until, key)
+                              faults, faults_until, key, local_datagrams)
         self.ports = self.io.ports                          # node -> {port: PortSocket}
         self.sockets = self.io.sockets
         sched.transmit = self.io.transmit
@@ -135,16 +147,29 @@ class NodeLoop:
                 self.overloaded = True          # the machine cannot keep up with the dilation
                 if self.on_overload is not None:
                     self.on_overload()
+        chunk = self.chunk_ps
+        stop_at = 0.0
         while True:
-            sched.run(min(limit, self._next_sample))
+            upto = min(limit, self._next_sample)
+            if heap and upto - heap[0][0] > chunk:      # far behind: in slices, see below
+                upto = heap[0][0] + chunk
+                if not stop_at:
+                    stop_at = trio.current_time() + STEP_BUDGET
+                elif trio.current_time() > stop_at:
+                    break                       # let trio run; the timer task steps on at once
+            sched.run(upto)
             if heap and self._next_sample <= heap[0][0] < limit:
                 self._sample_upto(heap[0][0])   # before the first event at or after it
+                continue
+            if upto < limit and heap and heap[0][0] < limit:
                 continue
             break
         if self.pace is not None:       # [pace] issue 16 (helper V): caught up
             self.pace.idle()
         self.now_ps = min(E, end)
-        if E >= end:
+        if heap and heap[0][0] < limit:         # a step cut short (STEP_BUDGET)
+            self._arm(heap[0][0])
+        elif E >= end:
             self._sample_upto(end)
             self.done = True
             assert self._finished is not None
@@ -195,25 +220,38 @@ class NodeLoop:
         (epoll's timeout), 0.5 ms late on average -- at dilation 200 that is 2.5 µs of
         emulated time, more than a packet.  So within ``spin`` seconds of the deadline
         the task instead waits in ``select`` (a microsecond timeout) for the deadline or
-        a datagram on any of its sockets, then lets trio run the receive tasks (a
-        checkpoint) and steps: steps are tens of microseconds apart, frames between
-        processes are seldom behind their receiver, and the CPU is left to the other
-        workers while nothing is due."""
+        a datagram on any of its sockets, takes in what the ready sockets hold and
+        steps, without going through trio (a scheduler turn costs tens of µs), which it
+        gives a checkpoint every :data:`YIELD` s: steps are tens of microseconds apart,
+        frames between processes are seldom behind their receiver, and the CPU is left
+        to the other workers while nothing is due."""
         spin = self.spin
         checkpoint = trio.lowlevel.checkpoint
         now = trio.current_time
         fds: list[int] | None = [ps.sock.fileno() for ps in self.sockets]
         if not fds or max(fds) >= 1024:         # select's FD_SETSIZE: just poll then
             fds = None
+        by_fd = {ps.sock.fileno(): ps for ps in self.sockets}
+        drain = self.io.drain
+        buf = bytearray(65536)
+        yielded = now()
         while not self.done:
             d = self._deadline
             assert d is not None
             if spin:
-                left = self.wall_of(d) - now()
+                t = now()
+                left = self.wall_of(d) - t
                 if left <= spin:
-                    if left > 20e-6 and fds:
-                        select.select(fds, (), (), min(left, 0.0005))
-                    await checkpoint()
+                    # the hot path: wait, take in what came, step -- without trio, which
+                    # is given a turn (its other tasks: control, heartbeat) every YIELD s
+                    if fds:
+                        for fd in select.select(fds, (), (), min(left, 0.0005) if left > 20e-6 else 0)[0]:
+                            drain(by_fd[fd], buf)
+                        if t - yielded >= YIELD:
+                            await checkpoint()
+                            yielded = now()
+                    else:
+                        await checkpoint()
                     self.step()
                     continue
             with trio.CancelScope(deadline=self.wall_of(d) - spin) as cs:
@@ -229,6 +267,7 @@ class NodeLoop:
         self.t0 = t0
         self._finished = trio.Event()
         await trio.sleep_until(t0)
+        cpu0 = time.process_time()
         try:
             self.sched.start(0)
             if self.on_sample is not None and self.sample_step > 0:
@@ -245,6 +284,7 @@ class NodeLoop:
                 nursery.cancel_scope.cancel()
         finally:
             self.wall_s = trio.current_time() - t0
+            self.cpu_s = time.process_time() - cpu0
 
     def close(self) -> None:
         self.io.close()
@@ -252,7 +292,7 @@ class NodeLoop:
     def stats(self) -> dict[str, Any]:
         """Counters of this loop (datagrams, losses, slips), for results.json."""
         sched = self.sched
-        return {"events": sched.events, "emulated_ps": self.now_ps, "wall_s": self.wall_s,
+        return {"events": sched.events, "emulated_ps": self.now_ps, "wall_s": self.wall_s, "cpu_s": self.cpu_s,
                 **self.io.counters(),
                 "slips": sched.slips, "slip_ps": sched.slip_ps, "max_slip_ps": sched.max_slip_ps,
                 "max_lag_ps": self.max_lag_ps, "overloaded": self.overloaded}
