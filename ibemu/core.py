@@ -95,4 +95,5 @@ class VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        parser.exit(message=version_text(self.version) + "\n")
+        print(version_text(self.version))    # on stdout, as argparse's own version action
+        parser.exit()

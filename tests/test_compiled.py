@@ -6,7 +6,7 @@
   install runs the ``.py`` sources and says ``pure Python``.
 - Both give byte-identical outputs (results.json, config.json, the CSV series, the
   capture; plots skipped) for every shipped scenario at CI size -- the short runs of
-  benchmarks/compare_base.py, whose comparison this test reuses.
+  benchmarks/compare_base.py (its scenario list, duration and skipped suffixes).
 - Without a C compiler (PATH without gcc/cc, ``CC`` naming a missing program) the package
   builds, installs and runs as pure Python.
 
@@ -18,6 +18,7 @@ from a temporary folder outside the tree, without PYTHONPATH.
 """
 from __future__ import annotations
 
+import filecmp
 import importlib.util
 import os
 import shutil
@@ -144,28 +145,41 @@ def test_version_says_which_core(compiled: tuple[Path, Path], tmp_path: Path) ->
     assert all(venv_dir in Path(line).resolve().parents for line in p.stdout.split()), p.stdout
 
 
+def _outputs(root: Path) -> set[Path]:
+    return {p.relative_to(root) for p in root.rglob("*")
+            if p.is_file() and p.suffix not in compare_base.SKIP_SUFFIXES}
+
+
 def test_compiled_and_pure_outputs_are_byte_identical(compiled: tuple[Path, Path], tmp_path: Path) -> None:
-    """Every shipped scenario, compiled then pure, into two output trees compared file by file."""
+    """Every shipped scenario at CI size (benchmarks/compare_base.py's short runs, with a
+    capture), compiled and pure side by side (one process each, at once), each from its own
+    folder into the same relative output path, so the files compare raw, byte for byte."""
     _, bin_dir = compiled
     names = compare_base.scenarios(ROOT)
     assert len(names) >= 10, names
-    outs = {"compiled": tmp_path / "compiled", "pure": tmp_path / "pure"}
-    for kind, out in outs.items():
-        env = _env(IBEMU_PURE="1") if kind == "pure" else _env()
-        for name in names:
-            folder = out / ("run-" + name)
-            folder.mkdir(parents=True)
-            p = _run([bin_dir / "ibemu", "run", name, "--duration", compare_base.DURATION, "--out", folder,
-                      "--pcap", folder / "capture.pcap", "--no-plots", "-q"], cwd=tmp_path, env=env)
-            assert p.returncode == 0, (kind, name, p.stdout + p.stderr)
-            assert (folder / "results.json").is_file() and (folder / "capture.pcap").stat().st_size > 0
-    folders = {"run-" + n for n in names}
-    site = bin_dir.parent                     # both ran the same install: no tree path to rewrite
-    diffs = compare_base.compare(outs["compiled"], outs["pure"], site, site, folders)
-    assert diffs == []
-    compared = compare_base._select(outs["compiled"], folders)
-    assert {p.name for p in compared} >= {"results.json", "config.json", "capture.pcap"}
-    assert len(compared) >= 4 * len(names)
+    cwd = {"compiled": tmp_path / "compiled", "pure": tmp_path / "pure"}
+    env = {"compiled": _env(), "pure": _env(IBEMU_PURE="1")}
+    for name in names:
+        args = [str(bin_dir / "ibemu"), "run", name, "--duration", compare_base.DURATION, "--out", "run-" + name,
+                "--pcap", "run-%s/capture.pcap" % name, "--no-plots", "-q"]
+        procs = {}
+        for kind in cwd:
+            (cwd[kind] / ("run-" + name)).mkdir(parents=True)        # --pcap needs its folder
+            procs[kind] = subprocess.Popen(args, cwd=cwd[kind], env=env[kind], stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True)
+        for kind, proc in procs.items():
+            out, err = proc.communicate(timeout=900)
+            assert proc.returncode == 0, (kind, name, out + err)
+    files = _outputs(cwd["compiled"])
+    assert files == _outputs(cwd["pure"])
+    for name in names:
+        assert {"results.json", "config.json", "flows.csv", "capture.pcap"} <= {
+            p.name for p in files if p.parts[0] == "run-" + name}, name
+    differ = [str(rel) for rel in sorted(files)
+              if not filecmp.cmp(cwd["compiled"] / rel, cwd["pure"] / rel, shallow=False)]
+    assert differ == [], "compiled and pure Python outputs differ: %s" % differ
+    for folder in cwd.values():             # the captures are large (hundreds of MB)
+        shutil.rmtree(folder)
 
 
 def test_installs_and_runs_without_a_c_compiler(tmp_path: Path) -> None:
@@ -188,3 +202,25 @@ def test_installs_and_runs_without_a_c_compiler(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Jain fairness" in p.stdout and "%s core" % PURE in p.stdout
     assert (work / "q" / "results.json").is_file()
+
+
+def test_the_pure_finder_loads_only_the_cores_sources(tmp_path: Path) -> None:
+    """IBEMU_PURE's finder: the core's modules and packages from their .py files, even
+    with a (stand-in) extension module beside them; other modules left to the usual finders."""
+    from importlib.machinery import SourceFileLoader
+
+    from ibemu.core import PureSourceFinder, is_compiled_name
+    pkg = tmp_path / "sim"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "scheduler.py").write_text("")
+    (pkg / ("scheduler" + sysconfig.get_config_var("EXT_SUFFIX"))).write_bytes(b"not an extension")
+    finder = PureSourceFinder()
+    spec = finder.find_spec("ibemu.sim.scheduler", [str(pkg)])
+    assert spec is not None and spec.origin == str(pkg / "scheduler.py")
+    assert isinstance(spec.loader, SourceFileLoader)
+    spec = finder.find_spec("ibemu.sim", [str(tmp_path)])
+    assert spec is not None and spec.submodule_search_locations == [str(pkg)]
+    assert finder.find_spec("ibemu.run", [str(tmp_path)]) is None
+    assert finder.find_spec("ibemu.sim.missing", [str(pkg)]) is None
+    assert is_compiled_name("ibemu.cc.hp.marking") and not is_compiled_name("ibemu.ccx")
