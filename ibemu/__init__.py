@@ -32,6 +32,7 @@ written, trio only with :func:`run_wall`.
 from __future__ import annotations
 
 import importlib
+import os as _os
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -88,6 +89,11 @@ __all__ = [
     "run_virtual", "RunResult", "run_wall", "WallResult",
     "load_results", "Results", "read_series", "read_traces", "format_summary_table", "jain_index",
 ]   # literally, for type checkers: the same names as _EXPORTS (tests/test_api.py checks)
+
+
+if _os.environ.get("IBEMU_PURE", "") not in ("", "0"):   # the compiled core's .py sources instead
+    from .core import use_pure_python                   # (issue 16; ibemu/core.py, docs/packaging.md)
+    use_pure_python()
 
 
 def __getattr__(name: str) -> Any:

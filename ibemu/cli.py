@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .core import VersionAction
 from .errors import OutputError, UserError
 from .validate import cli_number
 
@@ -205,7 +206,7 @@ def _default_limit() -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ibemu", description=__doc__.strip() if __doc__ else None)
-    p.add_argument("--version", action="version", version="ibemu " + __version__)
+    p.add_argument("--version", action=VersionAction, version=__version__)   # and which core (issue 16)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser("sample", help="write a capture holding every frame kind and print it decoded")

@@ -23,6 +23,7 @@ from .atomic import atomic_batch, prepare_outputs
 from .build import build_fabric
 from .fabric.network import Fabric
 from .capture.erf import ErfPcapWriter
+from .core import core_kind
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
@@ -157,6 +158,6 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
 def print_summary(result: RunResult) -> None:
     """The summary table, the event count and where the outputs are, on stdout."""
     print(format_summary_table(result.summary, link_levels(result.scenario), result.out_dir))
-    print("%d events in %.2f s wall" % (result.events, result.wall_seconds))
+    print("%d events in %.2f s wall, %s core" % (result.events, result.wall_seconds, core_kind()))
     if result.out_dir is not None:
         print("results in %s/" % result.out_dir)

@@ -8,7 +8,9 @@ tree) and installed into a fresh venv made with ``--system-site-packages`` -- th
 dependencies come from the machine, the wheel goes in with ``--no-deps
 --ignore-installed`` (shadowing any ibemu the machine has, e.g. an editable one).  Commands run with the venv's ``ibemu``
 script, from a temporary folder, without PYTHONPATH, so nothing of the source tree is on
-the path; the test checks that the imported package is the venv's.
+the path; the test checks that the imported package is the venv's.  The wheel is built pure Python
+(``IBEMU_PURE_BUILD=1``): the compiled core and the no-compiler install are
+tests/test_compiled.py's, which builds the one compiled wheel of a test session.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 IGNORE = shutil.ignore_patterns(".git", "__pycache__", "build", "dist", "*.egg-info", "runs",
                                 "reproductions", "out", ".pytest_cache", ".hypothesis", ".venv",
-                                "*.pcap", "*.erf")
+                                "*.pcap", "*.erf", "*.so")
 
 
 def _offline_build_possible() -> bool:
@@ -43,8 +45,9 @@ def _offline_build_possible() -> bool:
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+           if not k.startswith("PYTHON") and k not in ("VIRTUAL_ENV", "IBEMU_PURE")}
     env["MPLBACKEND"] = "Agg"
+    env["IBEMU_PURE_BUILD"] = "1"       # the layout only: tests/test_compiled.py builds the compiled core
     return env
 
 
@@ -99,6 +102,12 @@ def test_the_venv_imports_the_installed_package(installed: Path, outside: Path) 
         assert venv_dir in Path(path).resolve().parents, (path, venv_dir)
     assert lua.endswith("ibemu/layers/wireshark/ibemu.lua") and Path(lua).is_file()
     assert {"quickstart", "santos_fig1", "cca_opensm", "hp_noncompliant"} <= set(names.split())
+
+
+def test_a_pure_build_says_so(installed: Path, outside: Path) -> None:
+    p = _run([str(installed / "ibemu"), "--version"], cwd=outside)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith("(pure Python core)"), p.stdout
 
 
 def test_reproduce_fig2a_from_the_wheel(installed: Path, outside: Path) -> None:

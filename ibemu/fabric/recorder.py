@@ -44,9 +44,10 @@ class Recorder:
     def counter(self, node: str, name: str, value: int = 1) -> None:
         """Add *value* to a named per-node counter (e.g. dropped_malformed)."""
 
-    def trace(self, kind: str, key: str, t: int, value: float) -> None:
+    def trace(self, kind: str, key: str, t: int, value: int | float) -> None:
         """State of a congestion-control variable changed: *kind* names it (CCTI, CIPD,
-        CWND, Marking_Rate, ...), *key* its owner (a flow, ``switch:port``)."""
+        CWND, Marking_Rate, ...), *key* its owner (a flow, ``switch:port``).  *value* is
+        ``int | float``, not ``float``: mypyc would turn an int CCTI into 28.0 on the way."""
 
     def event(self, t: int, source: str, text: str) -> None:
         """A discrete decision worth logging with its time (a manager's action, a
