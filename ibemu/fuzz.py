@@ -145,6 +145,19 @@ def mutate_link(rng: random.Random) -> bytearray:
     return bytearray(head + crc.to_bytes(2, "little"))
 
 
+class _Taking:
+    """A QP table entry that counts the packets its QP takes (the campaign's "taken")."""
+
+    def __init__(self, campaign, handler) -> None:
+        self.campaign = campaign
+        self.handler = handler
+        self.name = getattr(handler, "name", "")
+
+    def on_packet(self, now, frame):
+        self.campaign.taken += 1
+        return self.handler.on_packet(now, frame)
+
+
 class FuzzRig:
     """A live fabric whose nodes the fuzzer drives by hand."""
 
@@ -164,17 +177,17 @@ class FuzzRig:
         self.engine.run(warmup)
         self.now = warmup
         self.taken = 0
-        for snd, rcv in fab.qps.values():
-            for qp in (snd, rcv):
-                qp.on_packet = self._taking(qp.on_packet)
+        # count the packets the QPs take: each HCA's QP table entry is wrapped (the QP's
+        # own method is not replaced: a compiled QP's methods are read-only)
+        flow_qps = {id(qp) for pair in fab.qps.values() for qp in pair}
+        for node in fab.nodes.values():
+            qps = getattr(node, "qps", None)
+            if qps is not None:
+                for qpn, handler in list(qps.items()):
+                    if id(handler) in flow_qps:
+                        qps[qpn] = _Taking(self, handler)
         self.nodes = list(fab.nodes.values())
         self.stats = Counter()
-
-    def _taking(self, fn):
-        def on_packet(now, frame):
-            self.taken += 1
-            return fn(now, frame)
-        return on_packet
 
     def _counted(self, node) -> int:
         return sum(node.counters.values())
