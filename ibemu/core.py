@@ -14,7 +14,6 @@ This module imports nothing of ibemu: setup.py executes it on its own (runpy).
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -28,8 +27,6 @@ from typing import Any
 COMPILED_PACKAGES: tuple[str, ...] = ("ibemu.sim", "ibemu.fabric", "ibemu.wire", "ibemu.cc")
 # modules of those packages left as Python (none fails to compile today)
 NOT_COMPILED: tuple[str, ...] = ()
-# the module whose loader tells the core kind
-PROBE = "ibemu.sim.scheduler"
 PURE_ENV = "IBEMU_PURE"
 
 COMPILED = "compiled (mypyc)"
@@ -75,7 +72,8 @@ def pure_requested() -> bool:
 def core_kind() -> str:
     """``"compiled (mypyc)"`` when the scheduler was loaded from an extension module,
     else ``"pure Python"``."""
-    module = importlib.import_module(PROBE)
+    # the scheduler's loader tells the core kind; imported when asked (setup.py runs this file alone)
+    import ibemu.sim.scheduler as module
     return COMPILED if isinstance(module.__spec__.loader if module.__spec__ else None,
                                   importlib.machinery.ExtensionFileLoader) else PURE
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from ..core import core_kind
 from ..errors import UserError
 from ..resources import lua_plugin, scenario_names, scenario_source
 from ..validate import cli_number
@@ -145,8 +146,8 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
         return 130
     if not args.quiet:
         print(format_summary_table(result.summary, link_levels(scn), out))
-        print("wall clock, dilation %g, %d workers: %d events in %.2f s wall" % (
-            args.dilation, len(result.runtime["workers"]), result.events, result.wall_seconds))
+        print("wall clock, dilation %g, %d workers: %d events in %.2f s wall, %s core" % (
+            args.dilation, len(result.runtime["workers"]), result.events, result.wall_seconds, core_kind()))
         print(format_runtime_line(result.runtime))
         print("results in %s/" % out)
         if args.pcap:
