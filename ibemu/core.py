@@ -73,7 +73,7 @@ def core_kind() -> str:
     """``"compiled (mypyc)"`` when the scheduler was loaded from an extension module,
     else ``"pure Python"``."""
     # the scheduler's loader tells the core kind; imported when asked (setup.py runs this file alone)
-    import ibemu.sim.scheduler as module
+    import ibemu.sim.scheduler as module  # noqa: PLC0415
     return COMPILED if isinstance(module.__spec__.loader if module.__spec__ else None,
                                   importlib.machinery.ExtensionFileLoader) else PURE
 
