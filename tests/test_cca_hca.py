@@ -8,6 +8,7 @@ from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, run, take
 
 from ibemu.cc.cca.hca import CCAResponse
 from ibemu.cc.cca.settings import CASetting, cct_delay, default_cct
+from ibemu.fabric.node import T_CALL
 from ibemu.fabric.params import FlowSpec
 from ibemu.fabric.recorder import Recorder
 from ibemu.units import PS_PER_US
@@ -69,6 +70,7 @@ def test_timer_lowers_one_per_expiry_down_to_min_then_stops():
     assert resp.ccti(snd) == 2                      # starts at its floor
     resp.on_becn(snd, 0)
     assert resp.ccti(snd) == 7
+    assert [t for t in a.timers if t[2] == T_CALL and t[3][0] == resp._expire]   # the CCTI_Timer runs
     period = 10 * TIMER_PS
     values = []
     for k in range(1, 8):
@@ -76,7 +78,8 @@ def test_timer_lowers_one_per_expiry_down_to_min_then_stops():
         values.append(resp.ccti(snd))
     assert values == [6, 5, 4, 3, 2, 2, 2]
     assert not resp.timer_on[0]                     # stopped at CCTI_Min
-    assert not [t for t in a.timers if t[2] == resp._expire]
+    # a general deadline is (t, seq, T_CALL, (fn, args)) (fabric.node.Timer)
+    assert not [t for t in a.timers if t[2] == T_CALL and t[3][0] == resp._expire]
     ccti = [(t, v) for kind, key, t, v in rec.traces if kind == "CCTI"]
     assert ccti[-1] == (5 * period, 2)
 

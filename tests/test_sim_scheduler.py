@@ -97,7 +97,7 @@ def test_a_deadline_is_armed_once_and_rearmed_after_it_fires():
     s.run(1000)
     assert fired == [100, 200, 300]
     assert [e for e in a.seen if e[0] == "wake"] == [("wake", 100), ("wake", 200), ("wake", 300)]
-    assert s._wake_at[a] == INF and not s.heap
+    assert a.sched_wake_at == INF and not s.heap
 
 
 def test_an_earlier_deadline_is_armed_and_the_later_wake_is_harmless():

@@ -10,17 +10,19 @@ generator and the link credits of its VL.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .params import HCAParams
 from .credits import blocks_of
 from .mad_agent import MADAgent
-from .node import VL15, Node, Port, frame_intact
+from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
 from ..wire.layout import PACKET_OVERHEAD, Buf
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
 from .traffic import INF
+
+T_RX_DONE, T_TX_DONE, T_KICK = T_OWN, T_OWN + 1, T_OWN + 2    # the HCA's own deadlines (node.Timer)
 
 if TYPE_CHECKING:
     from .hooks import Notifier, PacketHandler
@@ -114,7 +116,7 @@ class HCA(Node):
         if vl != VL15 and not port.rx[vl].received(blocks_of(n)):
             self.port_error(port, "ExcessiveBufferOverrunErrors")
             return
-        self.at(now + port.tx_time(n), self._rx_done, frame, vl)
+        self.at_kind(now + port.tx_time(n), T_RX_DONE, frame)   # (its VL is read again then)
 
     def _rx_done(self, now: int, frame: bytearray, vl: int) -> None:
         port = self.port
@@ -205,7 +207,7 @@ class HCA(Node):
         port.pc.waiting(now, starved)
         if earliest < INF and earliest != self._kick_at:
             self._kick_at = earliest
-            self.at(earliest, self._kick)
+            self.at_kind(earliest, T_KICK)
 
     def kick(self, now: int) -> None:
         """Try to send now: for a congestion-control response that opened the window
@@ -227,13 +229,23 @@ class HCA(Node):
             port.tx[vl].sent(blocks_of(n))
         self.outbox.append((port.index, frame, False, now))
         self.recorder.link_tx(port.label, now, n, data)
-        self.at(end, self._tx_done)
+        self.at_kind(end, T_TX_DONE)
 
     def link_free(self, port: Port, now: int) -> None:
         self._try_send(now)
 
     def _tx_done(self, now: int) -> None:
         self._try_send(now)
+
+    def on_timer(self, kind: int, now: int, arg: Any) -> None:
+        if kind == T_TX_DONE:
+            self._try_send(now)
+        elif kind == T_RX_DONE:
+            self._rx_done(now, arg, get_vl(arg))
+        elif kind == T_KICK:
+            self._kick(now)
+        else:
+            super().on_timer(kind, now, arg)
 
     def start(self, now: int) -> None:
         super().start(now)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..sim.scheduler import SimNode
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
@@ -30,8 +31,15 @@ _PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "
                     "PortRcvConstraintErrors": "rcv_constraint_errors", "PortXmitDiscards": "xmit_discards",
                     "VL15Dropped": "vl15_dropped"}
 
-Timer: TypeAlias = "tuple[int, int, Callable[..., None], tuple[Any, ...]]"
-"""A node's deadline ``(t, seq, fn, args)``: at *t*, ``fn(t, *args)``."""
+Timer: TypeAlias = "tuple[int, int, int, Any]"
+"""A node's deadline ``(t, seq, kind, arg)``: at *t*, ``on_timer(kind, t, arg)``; kind
+:data:`T_CALL` is a general callback, *arg* ``(fn, args)`` for ``fn(t, *args)``
+(:meth:`Node.at`).  The other kinds are the nodes' own frequent deadlines, dispatched
+without a bound method or an argument tuple (issue 16: the compiled core calls them
+natively)."""
+T_CALL, T_LINK_WAKE, T_FC_TICK = 0, 1, 2
+T_OWN = 3
+"""The first kind a subclass may use for its own deadlines."""
 Transmission: TypeAlias = "tuple[int, bytes | bytearray, bool, int]"
 """A transmission the node started ``(port, frame, link, t_start)`` (*link*: a link
 flow-control packet, made as ``bytes``; every other frame is a ``bytearray``)."""
@@ -73,16 +81,14 @@ class Port:
         return -(-nbytes * PS_PER_S // self.rate)
 
 
-class Node:
+class Node(SimNode):
     """Base class: timers, outbox, flow-control packet exchange."""
 
     def __init__(self, name: str, recorder: Recorder | None = None):
-        self.name = name
+        super().__init__(name)              # name, outbox (Transmission), timers (Timer)
         self.recorder = recorder or Recorder()
         self.ports: dict[int, Port] = {}
-        self.timers: list[Timer] = []
         self._tseq = 0
-        self.outbox: list[Transmission] = []
         self.counters: dict[str, int] = {}
         self._fc_tick_period = 0             # set by start() when it arms the periodic flow-control packets
         self.lid = 0                        # HCAs: their LID; switches: port 0's (build.switch_lids)
@@ -96,18 +102,35 @@ class Node:
 
     # ---------------------------------------------------------------- timers
     def at(self, t: int, fn: Callable[..., None], *args: Any) -> None:
+        """At *t*, call ``fn(t, *args)``."""
         self._tseq += 1
-        heappush(self.timers, (t, self._tseq, fn, args))
+        heappush(self.timers, (t, self._tseq, T_CALL, (fn, args)))
 
-    def next_deadline(self) -> int | None:
-        return self.timers[0][0] if self.timers else None
+    def at_kind(self, t: int, kind: int, arg: Any = None) -> None:
+        """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
+        self._tseq += 1
+        heappush(self.timers, (t, self._tseq, kind, arg))
 
     def wake(self, now: int) -> None:
         """Run every timer due at or before *now*, each at its own time."""
         timers = self.timers
         while timers and timers[0][0] <= now:
-            t, _, fn, args = heappop(timers)
-            fn(t, *args)
+            t, _, kind, arg = heappop(timers)
+            if kind == T_CALL:
+                fn, args = arg
+                fn(t, *args)
+            else:
+                self.on_timer(kind, t, arg)
+
+    def on_timer(self, kind: int, now: int, arg: Any) -> None:
+        """A deadline of *kind* (other than :data:`T_CALL`) is due; subclasses handle
+        their own kinds and pass the others here."""
+        if kind == T_LINK_WAKE:
+            self._link_wake(now, arg)
+        elif kind == T_FC_TICK:
+            self._fc_tick(now)
+        else:
+            raise ValueError("unknown timer kind %d" % kind)
 
     def count(self, name: str, value: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + value
@@ -130,7 +153,7 @@ class Node:
             period = port.fc_period if period is None else min(period, port.fc_period)
         if period:
             self._fc_tick_period = period
-            self.at(now + period, self._fc_tick)
+            self.at_kind(now + period, T_FC_TICK)
 
     def _send_fcp(self, port: Port, vl: int, now: int, op: int = OP_NORMAL) -> None:
         """A flow-control packet for *vl*: our FCTBS for what we send, our FCCL for what
@@ -172,7 +195,7 @@ class Node:
             return True
         if (want or port.fcp_pending) and port.wake_at != port.busy_until:
             port.wake_at = port.busy_until
-            self.at(port.busy_until, self._link_wake, port)
+            self.at_kind(port.busy_until, T_LINK_WAKE, port)
         return True
 
     def _link_wake(self, now: int, port: Port) -> None:
@@ -194,7 +217,7 @@ class Node:
             for vl, last in enumerate(port.last_fcp):
                 if now - last >= port.fc_period:
                     self._send_fcp(port, vl, now)
-        self.at(now + self._fc_tick_period, self._fc_tick)
+        self.at_kind(now + self._fc_tick_period, T_FC_TICK)
 
     def _drop_received(self, port: Port, vl: int, blocks: int, now: int, counter: str) -> None:
         """Drop a well-formed packet that arrived (a routing or partition violation): it

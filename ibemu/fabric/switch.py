@@ -26,7 +26,7 @@ Marking policies (issues 5 and 6) hook in through :meth:`Switch.attach_marker` (
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .params import SwitchParams
 from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl, get_vl, icrc_ok, set_vl
@@ -36,7 +36,7 @@ from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 from ..wire.opcodes import is_data
 from .credits import blocks_of
 from .mad_agent import MADAgent
-from .node import VL15, Node, Port, frame_intact
+from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from .vlarb import VLArbiter
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .recorder import Recorder
 
 _DATA_OPCODE = [is_data(op) for op in range(256)]
+T_COMPLETE, T_ELIGIBLE = T_OWN, T_OWN + 1     # the switch's own deadlines (node.Timer)
 
 
 class Entry:
@@ -319,7 +320,15 @@ class Switch(Node):
                 return
         if self._wake_at[o] != t:
             self._wake_at[o] = t
-            self.at(t, self._eligible_timer, o)
+            self.at_kind(t, T_ELIGIBLE, o)
+
+    def on_timer(self, kind: int, now: int, arg: Any) -> None:
+        if kind == T_COMPLETE:
+            self._complete(now, arg)
+        elif kind == T_ELIGIBLE:
+            self._eligible_timer(now, arg)
+        else:
+            super().on_timer(kind, now, arg)
 
     def _eligible_timer(self, now: int, o: int) -> None:
         if self._wake_at[o] == now:
@@ -353,7 +362,7 @@ class Switch(Node):
             self.marker.on_transmit(self, e, now)
         self.outbox.append((o, frame, False, now))
         self.recorder.link_tx(port.label, now, n, e.data)
-        self.at(end, self._complete, e)
+        self.at_kind(end, T_COMPLETE, e)
 
     def link_free(self, port: Port, now: int) -> None:
         self._try_output(port.index, now)

@@ -31,7 +31,7 @@ class VirtualEngine(Scheduler):
         super().__init__(nodes, capture)
         faults = faults or {}
         for (node, port), (peer, pport, prop) in wiring.items():
-            self.peer[node][port] = (peer, pport, prop, faults.get((node, port)))
+            self.connect(node, port, peer, pport, prop, faults.get((node, port)))
 
     def _after(self, node: SimNode) -> None:
         """Kept for tests that give a node a timer from outside (tests/test_mad_inband.py)."""

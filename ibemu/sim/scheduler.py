@@ -13,8 +13,9 @@ SimPy's core.  Every event is a tuple ``(time, seq, kind, node, port, frame, lin
 *seq* numbers the events in the order they are scheduled, so that events of one instant
 run first in, first out.  After each event the scheduler takes the node's transmissions
 (``outbox``) and arms its next deadline; it keeps, per node, the time of the earliest
-``WAKE`` it has pending (``_wake_at``) so that a deadline is scheduled once, not once
-per event.
+``WAKE`` it has pending (``sched_wake_at``) so that a deadline is scheduled once, not once
+per event.  Both per-node tables live on the node itself (:class:`SimNode`'s
+``sched_wake_at`` and ``sched_peers``), so the compiled core reads them as attributes.
 
 The virtual clock (:class:`ibemu.sim.engine.VirtualEngine`) runs this loop as fast as
 the CPU allows: a node's transmissions become ``DELIVER`` events at the peer port after
@@ -34,7 +35,7 @@ environment overrides one step:
 The hot loop (:meth:`Scheduler.run`) is written once, inlined: on the virtual clock the
 hooks cost a test of a local variable per event, no call.  This module is sans-I/O: it
 imports neither trio, socket nor time, and knows the nodes only by the :class:`SimNode`
-protocol.
+class.
 """
 from __future__ import annotations
 
@@ -47,23 +48,35 @@ INF = 1 << 62
 DELIVER, WAKE, DELIVER_FAULTY = 0, 1, 2
 
 
-class SimNode(Protocol):
-    """What the scheduler needs of a node (:class:`ibemu.fabric.node.Node`): it is
-    handed frames and deadlines with the time as an argument, and leaves its
-    transmissions ``(port, frame, link, t_start)`` in ``outbox`` and its deadlines
-    ``(t, seq, fn, args)`` in the heap ``timers``."""
+class SimNode:
+    """What the scheduler needs of a node (:class:`ibemu.fabric.node.Node` extends it):
+    it is handed frames and deadlines with the time as an argument, and leaves its
+    transmissions ``(port, frame, link, t_start)`` in ``outbox`` and its deadlines,
+    tuples that begin ``(t, seq, ...)``, in the heap ``timers``.
 
-    name: str
-    outbox: list[Any]
-    timers: list[Any]
+    A concrete base class rather than a protocol, so that the compiled core (issue 16)
+    calls a node's methods and reads its attributes natively instead of by name."""
 
-    def receive(self, port: int, frame: Any, link: bool, now: int, /) -> None: ...
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.outbox: list[Any] = []
+        self.timers: list[Any] = []
+        # the scheduler's (Scheduler.__init__ sets them): the time of the WAKE it has
+        # pending for this node, and where each port's frames go
+        self.sched_wake_at = INF
+        self.sched_peers: dict[int, Peer] = {}
 
-    def wake(self, now: int, /) -> None: ...
+    def receive(self, port: int, frame: Any, link: bool, now: int, /) -> None:
+        raise NotImplementedError
 
-    def start(self, now: int, /) -> None: ...
+    def wake(self, now: int, /) -> None:
+        raise NotImplementedError
 
-    def next_deadline(self) -> int | None: ...
+    def start(self, now: int, /) -> None:
+        raise NotImplementedError
+
+    def next_deadline(self) -> int | None:
+        return self.timers[0][0] if self.timers else None
 
 
 class Capture(Protocol):
@@ -102,8 +115,9 @@ class Scheduler:
         self.now = 0                    # every event before it has run
         self.events = 0
         self.frames = 0                 # frames routed across links (frame-hops)
-        self.peer: dict[SimNode, dict[int, Peer]] = {n: {} for n in self.nodes}
-        self._wake_at: dict[SimNode, int] = {n: INF for n in self.nodes}
+        for n in self.nodes:
+            n.sched_wake_at = INF
+            n.sched_peers = {}
         # the wall clock's hooks (ibemu.runtime.loop)
         self.transmit: Callable[[SimNode], None] | None = None
         self.poll: Callable[[], None] | None = None
@@ -114,6 +128,12 @@ class Scheduler:
         self.max_slip_ps = 0
 
     # ------------------------------------------------------------------ scheduling
+    def connect(self, node: SimNode, port: int, peer: SimNode, peer_port: int, propagation: int,
+                injector: FaultyLink | None = None) -> None:
+        """*node*'s frames on *port* arrive at *peer*'s *peer_port* after *propagation* ps
+        (through *injector*, a faulty link, when given)."""
+        node.sched_peers[port] = (peer, peer_port, propagation, injector)
+
     def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool) -> None:
         """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in)."""
         self.seq += 1
@@ -122,8 +142,8 @@ class Scheduler:
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
         d = node.next_deadline()
-        if d is not None and d < self._wake_at[node]:
-            self._wake_at[node] = d
+        if d is not None and d < node.sched_wake_at:
+            node.sched_wake_at = d
             self.seq += 1
             heappush(self.heap, (d, self.seq, WAKE, node, 0, None, False))
 
@@ -131,7 +151,7 @@ class Scheduler:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
         transmission; :meth:`run` inlines the same steps)."""
         heap = self.heap
-        peers = self.peer[node]
+        peers = node.sched_peers
         cap = self.capture
         for port, frame, link, t0 in node.outbox:
             if cap is not None:
@@ -176,9 +196,7 @@ class Scheduler:
         heap = self.heap
         pop, push = heappop, heappush       # the hot loop's globals as locals: faster
         k_deliver, k_wake, k_faulty, inf = DELIVER, WAKE, DELIVER_FAULTY, INF
-        peer = self.peer
         cap = self.capture
-        wake_at = self._wake_at
         transmit = self.transmit
         poll = self.poll
         poll_mask = self.poll_mask
@@ -213,14 +231,14 @@ class Scheduler:
                     continue                    # a duplicate: the link layer drops it
                 node.receive(port, frame, link, now)
             else:
-                if wake_at[node] == t:
-                    wake_at[node] = inf
+                if node.sched_wake_at == t:
+                    node.sched_wake_at = inf
                 node.wake(now)
             # the node's transmissions, then its next deadline (inlined route, arm)
             outbox = node.outbox
             if outbox:
                 if transmit is None:
-                    peers = peer[node]
+                    peers = node.sched_peers
                     for p, f, lk, t0 in outbox:
                         if cap is not None:
                             cap.write(t0 // 1000, f, lk)
@@ -246,8 +264,8 @@ class Scheduler:
             timers = node.timers
             if timers:
                 d = timers[0][0]
-                if d < wake_at[node]:
-                    wake_at[node] = d
+                if d < node.sched_wake_at:
+                    node.sched_wake_at = d
                     seq += 1
                     push(heap, (d, seq, k_wake, node, 0, None, False))
             if t >= next_report:
