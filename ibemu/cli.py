@@ -57,6 +57,8 @@ def _cmd_run(args) -> int:
         overrides.append("scenario.seed=%d" % args.seed)
     if args.duration is not None:
         overrides.append('scenario.duration="%s"' % args.duration)
+    if getattr(args, "snaplen", None) is not None:     # issue 18: checked as the scenario key
+        overrides.append("output.snaplen=%d" % args.snaplen)
     for key in ("loss", "duplicate", "reorder", "reorder_depth", "corrupt"):   # issue 8: all links
         value = getattr(args, key, None)
         if value is not None:
@@ -224,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="virtual: deterministic discrete-event engine (default); "
                         "wall: worker processes exchanging UDP datagrams in real time")
     r.add_argument("--out", help="output folder (default runs/<scenario name>)")
-    r.add_argument("--pcap", help="write every frame to this ERF capture")
+    r.add_argument("--pcap", help="write every frame to this capture (pcapng, one interface per directed link; "
+                                  "name it .pcapng)")
+    r.add_argument("--snaplen", type=int, metavar="N",
+                   help="store only the first N bytes of each captured frame (its original length is kept); "
+                        "scenario key output.snaplen")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a scenario value, e.g. template.L=10 (repeatable)")
     r.add_argument("--seed", type=int, help="override scenario.seed")

@@ -137,7 +137,9 @@ class ErfPcapWriter:
 
 
 def read_erf_pcap(path: StrPath) -> Iterator[tuple[int, bool, bytes]]:
-    """Yield ``(time_ns, link, frame)`` for every record of a pcap of ERF records.
+    """Yield ``(time_ns, link, frame)`` for every record of a pcap of ERF records, or of
+    a pcapng capture of ERF records (:func:`ibemu.capture.pcapng.read_pcapng`, which also
+    gives each frame's link).
 
     Raises :class:`CaptureError` with a one-line reason for a file that is not such a
     capture or is truncated.
@@ -147,6 +149,11 @@ def read_erf_pcap(path: StrPath) -> Iterator[tuple[int, bool, bytes]]:
             data = f.read()
     except OSError as e:
         raise CaptureError("cannot read %s: %s" % (path, e.strerror)) from None
+    if data[:4] == b"\x0a\x0d\x0d\x0a":          # pcapng (issue 18): ibemu.capture.pcapng
+        from .pcapng import read_pcapng     # noqa: PLC0415 -- pcapng builds on this module
+        for rec in read_pcapng(path, data):
+            yield rec.time_ns, rec.link, rec.frame
+        return
     if len(data) < _GLOBAL.size:
         raise CaptureError("%s: not a pcap capture (only %d bytes)" % (path, len(data)))
     magic, _, _, _, _, _, linktype = _GLOBAL.unpack_from(data, 0)
