@@ -74,6 +74,11 @@ def _cmd_run(args) -> int:
                          progress=False if args.quiet else None)
     if not args.quiet:
         print_summary(result)
+        if args.pcap:
+            from .runtime.commands import capture_hint, capture_links_hint
+            print(capture_hint(args.pcap))
+            if scn.links:
+                print(capture_links_hint(scn.links[0].labels()[0]))
     return 0
 
 
