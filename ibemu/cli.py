@@ -168,8 +168,13 @@ def _cmd_perfquery(args) -> int:
         from .runtime.mgmt import live_perfquery
         print(live_perfquery(args.run, args.target, args.port, extended=args.extended, via=args.via))
         return 0
-    from .perfquery import from_run
-    print(from_run(args.run, args.target, args.port, extended=args.extended))
+    from .perfquery import EXIT_IBERROR, PerfqueryError, from_run
+    try:
+        print(from_run(args.run, args.target, args.port, extended=args.extended))
+    except PerfqueryError as e:         # as infiniband-diags' perfquery fails (issue 18 item 8)
+        print(e.tool_line())
+        print("ibemu: %s" % e, file=sys.stderr)
+        return EXIT_IBERROR
     return 0
 
 
