@@ -48,6 +48,24 @@ def _scenario_source(name: str) -> str:
     return source
 
 
+def opensm_note(scn) -> str | None:
+    """One line on the opensm.conf options of ``[cc.cca]`` that ibemu does not apply
+    (issue 18 item 9): the routing options recorded, every other non-CC option listed
+    once as not modelled.  None when there are none."""
+    from .cc.cca.settings import CCASpec
+    spec = scn.cc.get("cca", CCASpec)
+    if spec is None or not (spec.opensm_not_modelled or spec.opensm_routing):
+        return None
+    parts = []
+    if spec.opensm_routing:
+        parts.append("routing options recorded (%s; ibemu's routing comes from the scenario's [routing] table)"
+                     % ", ".join("%s=%s" % kv for kv in spec.opensm_routing.items()))
+    if spec.opensm_not_modelled:
+        parts.append("%d options not modelled: %s" % (len(spec.opensm_not_modelled),
+                                                       ", ".join(spec.opensm_not_modelled)))
+    return "ibemu: opensm.conf: " + "; ".join(parts)
+
+
 def _cmd_run(args) -> int:
     from .run import print_summary, run_virtual
     from .scenario import load_scenario
@@ -64,6 +82,9 @@ def _cmd_run(args) -> int:
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
     scn = load_scenario(source, overrides, memory_limit=args.max_memory)
+    note = opensm_note(scn)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     if args.no_plots:
         scn.output.plots = False
     args.out = args.out or default_out(scn.name)   # run_virtual and run_wall check the paths first
