@@ -37,30 +37,32 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..atomic import StrPath
-from .erf import (
+from .erf import ErfPcapWriter, read_erf_pcap
+from .records import (
+    EPB_TYPE,
     ERF_FLAG_VARLEN,
     ERF_HDR_LEN,
     ERF_TYPE_INFINIBAND,
     ERF_TYPE_INFINIBAND_LINK,
+    IDB_TYPE,
+    IF_DESCRIPTION,
+    IF_NAME,
+    IF_TSRESOL,
     LINKTYPE_ERF,
+    OPT_END,
+    SHB_TYPE,
+    BYTE_ORDER_MAGIC,
     CaptureError,
-    ErfPcapWriter,
+    Record,
     erf_timestamp,
-    read_erf_pcap,
+    is_pcapng,
+    read_pcapng,
 )
 
-SHB_TYPE = 0x0A0D0D0A
-IDB_TYPE = 1
-EPB_TYPE = 6
-BYTE_ORDER_MAGIC = 0x1A2B3C4D
-SHB_MAGIC_BYTES = struct.pack("<I", SHB_TYPE)
-OPT_END, OPT_COMMENT = 0, 1
 SHB_USERAPPL = 4
-IF_NAME, IF_DESCRIPTION, IF_TSRESOL = 2, 3, 9
 TSRESOL_NS = 9                      # if_tsresol: 10^-9 s
 MAX_SNAPLEN = 65535
 
@@ -194,91 +196,6 @@ def open_link_capture(path: StrPath, link_ends: Mapping[str, tuple[str, int, str
     return LinkCapture(PcapngWriter(path, names, snaplen), ports)
 
 
-# ------------------------------------------------------------------------- reading
-
-@dataclass(frozen=True)
-class Record:
-    """One frame of a capture: emulated time, link packet or not, the stored bytes, the
-    frame's original length and the interface (directed link) name ('' when none)."""
-    time_ns: int
-    link: bool
-    frame: bytes
-    length: int
-    interface: str
-
-
-def is_pcapng(head: bytes) -> bool:
-    return head[:4] == SHB_MAGIC_BYTES
-
-
-def _options(data: bytes, off: int, end: int) -> dict[int, bytes]:
-    opts: dict[int, bytes] = {}
-    while off + 4 <= end:
-        code, ln = struct.unpack_from("<HH", data, off)
-        if code == OPT_END:
-            break
-        opts.setdefault(code, data[off + 4: off + 4 + ln])
-        off += 4 + ln + (-ln % 4)
-    return opts
-
-
-def read_pcapng(path: StrPath, data: bytes | None = None) -> Iterator[Record]:
-    """Yield every frame of an ibemu pcapng capture as a :class:`Record`.
-
-    Raises :class:`CaptureError` with a one-line reason for a file that is not such a
-    capture (byte order, link type, a packet on an undeclared interface) or is truncated.
-    """
-    if data is None:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise CaptureError("cannot read %s: %s" % (path, e.strerror)) from None
-    n = len(data)
-    if n < 28 or not is_pcapng(data):
-        raise CaptureError("%s: not a pcapng capture" % path)
-    ifaces: list[tuple[str, int]] = []          # (name, ticks per second)
-    off, index = 0, 0
-    while off < n:
-        if off + 12 > n:
-            raise CaptureError("%s: truncated in the header of block at byte %d" % (path, off))
-        btype, blen = _BLOCK.unpack_from(data, off)
-        if blen < 12 or blen % 4 or off + blen > n:
-            raise CaptureError("%s: truncated or bad block at byte %d (length %d)" % (path, off, blen))
-        if btype == SHB_TYPE:
-            (magic,) = struct.unpack_from("<I", data, off + 8)
-            if magic != BYTE_ORDER_MAGIC:
-                raise CaptureError("%s: a big-endian pcapng section (ibemu reads little-endian ones)" % path)
-            ifaces = []
-        elif btype == IDB_TYPE:
-            linktype, _, _snap = struct.unpack_from("<HHI", data, off + 8)
-            if linktype != LINKTYPE_ERF:
-                raise CaptureError("%s: interface %d has link type %d, expected ERF (197)"
-                                   % (path, len(ifaces), linktype))
-            opts = _options(data, off + 16, off + blen - 4)
-            res = opts.get(IF_TSRESOL, bytes([6]))[0]
-            tps = 2 ** (res & 0x7F) if res & 0x80 else 10 ** res
-            ifaces.append((opts.get(IF_NAME, b"").decode("utf-8", "replace"), tps))
-        elif btype == EPB_TYPE:
-            index += 1
-            iface, hi, lo, cap, orig = struct.unpack_from("<IIIII", data, off + 8)
-            if iface >= len(ifaces):
-                raise CaptureError("%s: packet %d names interface %d, which is not declared" % (path, index, iface))
-            if 28 + cap > blen - 4 or cap < ERF_HDR_LEN:
-                raise CaptureError("%s: packet %d is too short for an ERF header" % (path, index))
-            name, tps = ifaces[iface]
-            start = off + 28
-            _ts, rtype, _flags = _ERF.unpack_from(data, start)
-            rtype &= 0x7F
-            if rtype not in (ERF_TYPE_INFINIBAND, ERF_TYPE_INFINIBAND_LINK):
-                raise CaptureError("%s: packet %d has ERF type %d, not InfiniBand" % (path, index, rtype))
-            ticks = (hi << 32) | lo
-            t = ticks if tps == 10**9 else ticks * 10**9 // tps
-            yield Record(t, rtype == ERF_TYPE_INFINIBAND_LINK, data[start + ERF_HDR_LEN: start + cap],
-                         orig - ERF_HDR_LEN, name)
-        off += blen
-
-
 def read_capture(path: StrPath) -> Iterator[Record]:
     """Every frame of a capture ibemu wrote, pcapng or ERF pcap (the latter with no
     interface: ``interface`` is '')."""
@@ -295,4 +212,5 @@ def read_capture(path: StrPath) -> Iterator[Record]:
 
 
 __all__ = ["PcapngWriter", "LinkCapture", "Record", "link_interfaces", "open_link_capture", "read_pcapng",
-           "read_capture", "header_blocks", "is_pcapng", "check_snaplen"]
+           "read_capture", "header_blocks", "is_pcapng", "check_snaplen", "CaptureError", "EPB_TYPE", "IDB_TYPE",
+           "SHB_TYPE"]

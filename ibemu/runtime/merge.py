@@ -31,6 +31,8 @@ _GLOBAL = struct.Struct("<IHHiIII")
 _REC = struct.Struct("<IIII")
 _BLOCK = struct.Struct("<II")
 _TS = struct.Struct("<II")
+_EPB_TS = 12            # an EPB's timestamp (high, low words) after type, length and interface id
+_MAGIC_LEN = 4          # the SHB's block type, which starts a pcapng file
 
 RUNTIME_TOTALS = ("events", "datagrams_sent", "datagrams_received", "datagrams_lost",
                   "datagrams_late", "datagrams_dropped_injected", "datagrams_lost_injected",
@@ -111,7 +113,7 @@ def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
     A truncated tail is ignored: a worker may have been killed while writing."""
     n = len(buf)
     out: Records = []
-    if n >= 4 and is_pcapng(bytes(buf[:4])):
+    if is_pcapng(bytes(buf[:_MAGIC_LEN])):
         off, head_end = 0, 0
         unpack = _BLOCK.unpack_from
         while off + 12 <= n:
@@ -119,7 +121,7 @@ def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
             if blen < 12 or off + blen > n:
                 break
             if btype == EPB_TYPE:
-                hi, lo = _TS.unpack_from(buf, off + 12)
+                hi, lo = _TS.unpack_from(buf, off + _EPB_TS)
                 out.append(((hi << 32) | lo, off, blen))        # if_tsresol 9: nanoseconds
             elif btype in (SHB_TYPE, IDB_TYPE) and not out:
                 head_end = off + blen
