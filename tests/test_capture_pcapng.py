@@ -243,3 +243,21 @@ def test_readme_main_command_capture_in_tshark(run_tshark, tmp_path):
         numbers = [int(n) for n in got.split()]
         assert numbers == [i + 1 for i, rec in enumerate(records) if rec.interface == label] and numbers
     assert re.search(r"^inter\b", "\n".join(labels), re.M)
+
+
+def test_decode_shows_snapped_frames_headers_and_their_link(quick_run, capsys):
+    """``ibemu decode`` of a snapped capture: the same header summaries as of the full one,
+    each marked with what was stored, and each frame's link."""
+    from ibemu.cli import main
+    _, full, _ = quick_run[None]
+    _, snapped, _ = quick_run[64]
+    assert main(["decode", str(full), "--no-links"]) == 0
+    whole = capsys.readouterr().out.splitlines()
+    assert main(["decode", str(snapped), "--no-links"]) == 0
+    cut = capsys.readouterr().out.splitlines()
+    assert len(whole) == len(cut) > 100 and not any("MALFORMED" in ln for ln in cut)
+    records = [r for r in read_capture(full) if not r.link]
+    for a, b, rec in zip(whole, cut, records):
+        assert a.endswith("  (%s)" % rec.interface)
+        note = "  [snapped: 64 of %d bytes]" % rec.length if rec.length > 64 else ""
+        assert b == a.replace("  (%s)" % rec.interface, note + "  (%s)" % rec.interface)
