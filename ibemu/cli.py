@@ -48,6 +48,24 @@ def _scenario_source(name: str) -> str:
     return source
 
 
+def opensm_note(scn) -> str | None:
+    """One line on the opensm.conf options of ``[cc.cca]`` that ibemu does not apply
+    (issue 18 item 9): the routing options recorded, every other non-CC option listed
+    once as not modelled.  None when there are none."""
+    from .cc.cca.settings import CCASpec
+    spec = scn.cc.get("cca", CCASpec)
+    if spec is None or not (spec.opensm_not_modelled or spec.opensm_routing):
+        return None
+    parts = []
+    if spec.opensm_routing:
+        parts.append("routing options recorded (%s; ibemu's routing comes from the scenario's [routing] table)"
+                     % ", ".join("%s=%s" % kv for kv in spec.opensm_routing.items()))
+    if spec.opensm_not_modelled:
+        parts.append("%d options not modelled: %s" % (len(spec.opensm_not_modelled),
+                                                       ", ".join(spec.opensm_not_modelled)))
+    return "ibemu: opensm.conf: " + "; ".join(parts)
+
+
 def _cmd_run(args) -> int:
     from .run import print_summary, run_virtual
     from .scenario import load_scenario
@@ -57,11 +75,16 @@ def _cmd_run(args) -> int:
         overrides.append("scenario.seed=%d" % args.seed)
     if args.duration is not None:
         overrides.append('scenario.duration="%s"' % args.duration)
+    if getattr(args, "snaplen", None) is not None:     # issue 18: checked as the scenario key
+        overrides.append("output.snaplen=%d" % args.snaplen)
     for key in ("loss", "duplicate", "reorder", "reorder_depth", "corrupt"):   # issue 8: all links
         value = getattr(args, key, None)
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
     scn = load_scenario(source, overrides, memory_limit=args.max_memory)
+    note = opensm_note(scn)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     if args.no_plots:
         scn.output.plots = False
     args.out = args.out or default_out(scn.name)   # run_virtual and run_wall check the paths first
@@ -72,6 +95,11 @@ def _cmd_run(args) -> int:
                          progress=False if args.quiet else None)
     if not args.quiet:
         print_summary(result)
+        if args.pcap:
+            from .runtime.commands import capture_hint, capture_links_hint
+            print(capture_hint(args.pcap))
+            if scn.links:
+                print(capture_links_hint(scn.links[0].labels()[0]))
     return 0
 
 
@@ -161,8 +189,13 @@ def _cmd_perfquery(args) -> int:
         from .runtime.mgmt import live_perfquery
         print(live_perfquery(args.run, args.target, args.port, extended=args.extended, via=args.via))
         return 0
-    from .perfquery import from_run
-    print(from_run(args.run, args.target, args.port, extended=args.extended))
+    from .perfquery import EXIT_IBERROR, PerfqueryError, from_run
+    try:
+        print(from_run(args.run, args.target, args.port, extended=args.extended))
+    except PerfqueryError as e:         # as infiniband-diags' perfquery fails (issue 18 item 8)
+        print(e.tool_line())
+        print("ibemu: %s" % e, file=sys.stderr)
+        return EXIT_IBERROR
     return 0
 
 
@@ -224,7 +257,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="virtual: deterministic discrete-event engine (default); "
                         "wall: worker processes exchanging UDP datagrams in real time")
     r.add_argument("--out", help="output folder (default runs/<scenario name>)")
-    r.add_argument("--pcap", help="write every frame to this ERF capture")
+    r.add_argument("--pcap", help="write every frame to this capture (pcapng, one interface per directed link; "
+                                  "name it .pcapng)")
+    r.add_argument("--snaplen", type=int, metavar="N",
+                   help="store only the first N bytes of each captured frame (its original length is kept); "
+                        "scenario key output.snaplen")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a scenario value, e.g. template.L=10 (repeatable)")
     r.add_argument("--seed", type=int, help="override scenario.seed")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .capture.erf import read_erf_pcap
+from .capture.pcapng import read_capture
 from .wire import codec
 from .wire.opcodes import OPCODE_BY_NAME
 from .wire.summary import summarize
@@ -45,8 +45,13 @@ def decode(path, out=None, **filters) -> int:
     if out is None:
         out = sys.stdout
     shown = 0
-    for index, (t_ns, link, frame) in enumerate(read_erf_pcap(path), 1):
+    for index, rec in enumerate(read_capture(path), 1):
+        frame, link, note = rec.frame, rec.link, ""
+        if rec.length > len(frame):     # stored with a snap length (issue 18): the headers are all there
+            note = "  [snapped: %d of %d bytes]" % (len(frame), rec.length)
+            frame = frame + bytes(rec.length - len(frame))
         if frame_matches(frame, link, **filters):
-            out.write("%6d %14.3f us  %s\n" % (index, t_ns / 1000.0, summarize(frame, link)))
+            where = "  (%s)" % rec.interface if rec.interface else ""
+            out.write("%6d %14.3f us  %s%s%s\n" % (index, rec.time_ns / 1000.0, summarize(frame, link), note, where))
             shown += 1
     return shown

@@ -22,7 +22,7 @@ from typing import Any
 from .atomic import atomic_batch, prepare_outputs
 from .build import build_fabric
 from .fabric.network import Fabric
-from .capture.erf import ErfPcapWriter
+from .capture.pcapng import LinkCapture, open_link_capture
 from .core import core_kind
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
@@ -81,6 +81,26 @@ written).  Empty in the product; tests/conftest.py appends
 :func:`ibemu.testing.check_after_run` for the whole test session."""
 
 
+def capture_transmit(engine: VirtualEngine, capture: LinkCapture) -> None:
+    """Capture every frame on its directed link (issue 18 item 1): the engine's
+    transmission hook (:attr:`ibemu.sim.scheduler.Scheduler.transmit`, which the virtual
+    clock leaves unset) writes each frame of a node's outbox to the interface of the port
+    it leaves from, at the time it starts, then routes the outbox as the engine does
+    (:meth:`~ibemu.sim.scheduler.Scheduler.route`).  Same frames, same order as the
+    engine's own capture call, which cannot name the link."""
+    write = capture.writer.write
+    ports = capture.ports
+    route = engine.route
+
+    def transmit(node: Any) -> None:
+        ids = ports[node]
+        for p, frame, link, t0 in node.outbox:
+            write(t0 // 1000, frame, link, ids[p])
+        route(node)
+
+    engine.transmit = transmit
+
+
 def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path | None = None,
                 progress: bool | None = None, window: tuple[int, int] | None = None) -> RunResult:
     """Run *scn* to its duration on the virtual-time engine.
@@ -102,9 +122,11 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     fabric = build_fabric(scn, metrics)
     metrics.add_links(fabric.link_capacity)
     metrics.add_flow_capacity(fabric.flow_capacity)
-    capture = ErfPcapWriter(pcap) if pcap else None
-    engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, capture,
+    capture = open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen) if pcap else None
+    engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, None,
                            faults=engine_faults(fabric.injectors))
+    if capture is not None:
+        capture_transmit(engine, capture)
     if progress is None:
         progress = scn.duration > 10 * PS_PER_MS
     bar = Progress(scn.duration, enabled=progress)
@@ -123,7 +145,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     except BaseException:
         if capture is not None:         # interrupted: the capture keeps the whole records it has
             capture.close()
-            engine.capture = None
+            engine.transmit = None
         raise
     finally:
         bar.close()
@@ -140,7 +162,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     with atomic_batch():                # the capture and the output folder: all committed, or none
         if capture is not None:
             capture.close()
-            engine.capture = None       # the writer is closed: the engine may run on without it
+            engine.transmit = None      # the writer is closed: the engine may run on without it
         if out_dir is not None:
             out = Path(out_dir)
             write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,

@@ -112,7 +112,7 @@ def test_opensm_text_parsed_with_spec_names():
 
 @pytest.mark.parametrize("text,reason", [
     ("cc_sw_cong_setting_treshold 3", "line 1: cc_sw_cong_setting_treshold: unknown option (did you mean 'cc_sw_cong_setting_threshold'?)"),
-    ("\n\nlmc 2", "line 3: lmc: unknown option (ibemu reads congestion_control and the cc_* options only)"),
+    ("\n\nfrobnicate 2", "line 3: frobnicate: unknown option (not an option of OpenSM 3.3.23's opensm.conf)"),
     ("cc_sw_cong_setting_threshold 16", "line 1: cc_sw_cong_setting_threshold: must be between 0 and 15, got 16"),
     ("cc_sw_cong_setting_marking_rate fast", "line 1: cc_sw_cong_setting_marking_rate: expected a Marking_Rate, got 'fast'"),
     ("cc_ca_cong_setting_ccti_timer 150", "line 1: cc_ca_cong_setting_ccti_timer: expected '<SL> <value>', got '150'"),

@@ -25,8 +25,10 @@ LINE = re.compile(r"^([A-Za-z0-9]+):(\.*)(\S+)$")
 
 def assert_perfquery_format(text: str, lid: int, port: int, extended: bool) -> dict:
     lines = text.splitlines()
-    head = "# Port extended counters" if extended else "# Port counters"
-    assert lines[0] == "%s: Lid %d port %d (CapMask: 0x1600)" % (head, lid, port)
+    if extended:        # perfquery.c: "(CapMask: 0x%02X CapMask2: 0x%07X)" (issue 18 item 8)
+        assert lines[0] == "# Port extended counters: Lid %d port %d (CapMask: 0x1600 CapMask2: 0x0000000)" % (lid, port)
+    else:
+        assert lines[0] == "# Port counters: Lid %d port %d (CapMask: 0x1600)" % (lid, port)
     values = {}
     for ln in lines[1:]:
         m = LINE.match(ln)

@@ -61,12 +61,87 @@ def test_perfquery_of_a_finished_run_matches_results(run_dir, capsys):
     assert len(out) == 11
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["nosuch"], "no node 'nosuch'"), (["999"], "LID 999 is not in this run"), (["S", "77"], "S has no port 77")])
-def test_perfquery_bad_target_is_one_line(run_dir, capsys, args, msg):
-    assert main(["perfquery", str(run_dir)] + args) == 2
-    err = capsys.readouterr().err
-    assert msg in err and len(err.strip().splitlines()) == 1
+# The failures of infiniband-diags' perfquery (rdma-core perfquery.c main/dump_perfcounters;
+# ibdiag_common.c ibexit): "<prog>: iberror: failed: <what>" on standard output, exit(-1).
+@pytest.mark.parametrize("args, msg, tool", [
+    (["nosuch"], "no node 'nosuch'", "can't resolve destination port nosuch"),
+    (["999"], "LID 999 is not in this run", "classportinfo query"),
+    (["S", "77"], "S has no port 77", "perfquery"),
+    (["S", "77", "-x"], "S has no port 77", "perfextquery")])
+def test_perfquery_bad_target_as_the_real_tool(run_dir, capsys, args, msg, tool):
+    assert main(["perfquery", str(run_dir)] + args) == 255          # exit(-1)
+    got = capsys.readouterr()
+    assert got.out == "perfquery: iberror: failed: %s\n" % tool
+    assert msg in got.err and len(got.err.strip().splitlines()) == 1
+
+
+# Reference texts in the format of infiniband-diags 44's perfquery, written from its
+# sources (perfquery.c's printf formats, libibmad's field names and _dump_fields'
+# "%s:%s%s" with dots to column 33; mad_dump_perfcounters puts QP1Dropped between
+# ExcessiveBufferOverrunErrors and VL15Dropped), for a port whose every counter is
+# distinct, so that any field out of place shows.
+REFERENCE_BASIC = """\
+# Port counters: Lid 7 port 3 (CapMask: 0x1600)
+PortSelect:......................3
+CounterSelect:...................0x0000
+SymbolErrorCounter:..............1
+LinkErrorRecoveryCounter:........2
+LinkDownedCounter:...............3
+PortRcvErrors:...................4
+PortRcvRemotePhysicalErrors:.....5
+PortRcvSwitchRelayErrors:........6
+PortXmitDiscards:................7
+PortXmitConstraintErrors:........8
+PortRcvConstraintErrors:.........9
+CounterSelect2:..................0x00
+LocalLinkIntegrityErrors:........10
+ExcessiveBufferOverrunErrors:....11
+QP1Dropped:......................12
+VL15Dropped:.....................13
+PortXmitData:....................14
+PortRcvData:.....................15
+PortXmitPkts:....................16
+PortRcvPkts:.....................17
+PortXmitWait:....................18"""
+
+REFERENCE_EXTENDED = """\
+# Port extended counters: Lid 7 port 3 (CapMask: 0x1600 CapMask2: 0x0000000)
+PortSelect:......................3
+CounterSelect:...................0x0000
+PortXmitData:....................21
+PortRcvData:.....................22
+PortXmitPkts:....................23
+PortRcvPkts:.....................24
+PortUnicastXmitPkts:.............25
+PortUnicastRcvPkts:..............26
+PortMulticastXmitPkts:...........27
+PortMulticastRcvPkts:............28"""
+
+
+def _values(text):
+    return {LINE.match(l)[1]: int(LINE.match(l)[3], 0) for l in text.splitlines()[1:]}
+
+
+def test_basic_form_line_for_line():
+    values = {k: v for k, v in _values(REFERENCE_BASIC).items() if k not in ("PortSelect",)}
+    assert format_counters(7, 3, values) == REFERENCE_BASIC
+
+
+def test_extended_form_line_for_line():
+    values = {k: v for k, v in _values(REFERENCE_EXTENDED).items() if k not in ("PortSelect",)}
+    assert format_counters(7, 3, values, extended=True) == REFERENCE_EXTENDED
+
+
+def test_run_output_has_the_reference_lines(run_dir, capsys):
+    """A finished run's output has the reference's lines, in its order, for both forms."""
+    res = json.loads((run_dir / "results.json").read_text())
+    node, lid = sorted(res["extra"]["lids"].items(), key=lambda kv: kv[1])[0]
+    for extra, ref in (([], REFERENCE_BASIC), (["-x"], REFERENCE_EXTENDED)):
+        assert main(["perfquery", str(run_dir), str(lid), "1"] + extra) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert [LINE.match(l)[1] for l in out[1:]] == [LINE.match(l)[1] for l in ref.splitlines()[1:]]
+        head = ref.splitlines()[0].replace("Lid 7 port 3", "Lid %d port 1" % lid)
+        assert out[0] == head
 
 
 def test_perfquery_without_results(tmp_path, capsys):

@@ -18,33 +18,30 @@ from collections.abc import Iterator
 from typing import Self
 
 from ..atomic import StrPath, discard, prepare_file, replace
-from ..errors import OutputError, UserError
+from ..errors import OutputError
+from .records import (
+    ERF_FLAG_VARLEN,
+    ERF_HDR_LEN,
+    ERF_TYPE_INFINIBAND,
+    ERF_TYPE_INFINIBAND_LINK,
+    LINKTYPE_ERF,
+    NS,
+    PCAP_MAGIC_NS,
+    PCAP_MAGIC_US,
+    CaptureError,
+    erf_time_ns,
+    erf_timestamp,
+    is_pcapng,
+    read_pcapng,
+)
 
-LINKTYPE_ERF = 197
-ERF_TYPE_INFINIBAND = 21
-ERF_TYPE_INFINIBAND_LINK = 25
-ERF_FLAG_VARLEN = 0x04
-PCAP_MAGIC_NS = 0xA1B23C4D
-PCAP_MAGIC_US = 0xA1B2C3D4
+__all__ = ["ERF_FLAG_VARLEN", "ERF_HDR_LEN", "ERF_TYPE_INFINIBAND", "ERF_TYPE_INFINIBAND_LINK", "LINKTYPE_ERF", "NS",
+           "PCAP_MAGIC_NS", "PCAP_MAGIC_US", "CaptureError", "ErfPcapWriter", "erf_time_ns", "erf_timestamp",
+           "read_erf_pcap"]
 
 _GLOBAL = struct.Struct("<IHHiIII")
 _REC = struct.Struct("<IIII")
 _ERF_TAIL = struct.Struct(">HHH")
-ERF_HDR_LEN = 16
-NS = 1_000_000_000
-
-
-class CaptureError(UserError, ValueError):
-    """The file is not an ibemu-readable capture, or it is truncated."""
-
-
-def erf_timestamp(time_ns: int) -> int:
-    sec, rem = divmod(time_ns, NS)
-    return (sec << 32) | ((rem << 32) // NS)
-
-
-def erf_time_ns(ts: int) -> int:
-    return (ts >> 32) * NS + (((ts & 0xFFFFFFFF) * NS + (1 << 31)) >> 32)
 
 
 class ErfPcapWriter:
@@ -137,7 +134,9 @@ class ErfPcapWriter:
 
 
 def read_erf_pcap(path: StrPath) -> Iterator[tuple[int, bool, bytes]]:
-    """Yield ``(time_ns, link, frame)`` for every record of a pcap of ERF records.
+    """Yield ``(time_ns, link, frame)`` for every record of a pcap of ERF records, or of
+    a pcapng capture of ERF records (:func:`ibemu.capture.pcapng.read_pcapng`, which also
+    gives each frame's link).
 
     Raises :class:`CaptureError` with a one-line reason for a file that is not such a
     capture or is truncated.
@@ -147,6 +146,10 @@ def read_erf_pcap(path: StrPath) -> Iterator[tuple[int, bool, bytes]]:
             data = f.read()
     except OSError as e:
         raise CaptureError("cannot read %s: %s" % (path, e.strerror)) from None
+    if is_pcapng(data):                     # pcapng (issue 18): ibemu.capture.pcapng
+        for rec in read_pcapng(path, data):
+            yield rec.time_ns, rec.link, rec.frame
+        return
     if len(data) < _GLOBAL.size:
         raise CaptureError("%s: not a pcap capture (only %d bytes)" % (path, len(data)))
     magic, _, _, _, _, _, linktype = _GLOBAL.unpack_from(data, 0)

@@ -62,10 +62,19 @@ def assign(fabric: Fabric, host_of: Callable[[str], str], base: int) -> AddressM
     return {key: (host_of(key[0]), base + i) for i, key in enumerate(port_keys(fabric))}
 
 
-def write_map(path: str | Path, amap: Mapping[PortKey, Address]) -> None:
+def link_labels(fabric: Fabric) -> dict[PortKey, str]:
+    """The directed link each wired port sends on: (node, port) -> label."""
+    return {(a, pa): label for label, (a, pa, _b, _pb) in fabric.link_ends.items()}
+
+
+def write_map(path: str | Path, amap: Mapping[PortKey, Address], labels: Mapping[PortKey, str] | None = None) -> None:
+    """Write the map; with *labels* ((node, port) -> directed link, :func:`link_labels`),
+    each line ends with ``# link LABEL``, which the Wireshark plugin reads to show a live
+    capture's links (issue 18 item 1)."""
     lines = ["# ibemu address map: \"node:port\" = \"host:udp port\"", "[ports]"]
     for (node, port), (host, udp) in amap.items():
-        lines.append('"%s:%d" = "%s:%d"' % (node, port, host, udp))
+        label = (labels or {}).get((node, port))
+        lines.append('"%s:%d" = "%s:%d"' % (node, port, host, udp) + ("   # link %s" % label if label else ""))
     text = "\n".join(lines) + "\n"
     p = Path(path)
     if p.exists() and not p.is_file():          # e.g. /dev/stdout

@@ -112,6 +112,13 @@ def capture_hint(pcap: str | Path) -> str:
     return "open the capture with: wireshark -X lua_script:%s %s" % (lua_plugin(), pcap)
 
 
+def capture_links_hint(example: str) -> str:
+    """The line after :func:`capture_hint`: the capture's interfaces are the directed
+    links (issue 18 item 1), with a display filter that selects one (*example*: a label)."""
+    return ('one interface per directed link: display filter frame.interface_name == "%s" '
+            "(Statistics > Capture File Properties lists them)" % example)
+
+
 def resolve_scenario(arg: str) -> str | Path:
     """What a command's SCENARIO argument reads, as for ``ibemu run``: a file, or the
     shipped scenario of that name (:func:`ibemu.resources.scenario_source`); one line
@@ -152,6 +159,8 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
         print("results in %s/" % out)
         if args.pcap:
             print(capture_hint(args.pcap))
+            if scn.links:
+                print(capture_links_hint(scn.links[0].labels()[0]))
     if not args.quiet or not result.valid:
         print(format_verdict(result.validity, args.allow_late), file=sys.stdout if result.valid else sys.stderr)
     return _exit_status(result.validity, args.allow_late)
@@ -239,7 +248,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 def _node(args: argparse.Namespace) -> int:
     from ..build import build_fabric
-    from .addrmap import assign, key_path, new_key, read_key, read_map, write_key, write_map
+    from .addrmap import assign, key_path, link_labels, new_key, read_key, read_map, write_key, write_map
     from .report import format_node_summary
     from .worker import run_worker
     scn = _load(args)
@@ -255,7 +264,7 @@ def _node(args: argparse.Namespace) -> int:
                     raise UserError("--place: no node %r in %s" % (name, scn.name))
                 hosts[name] = host
         amap = assign(fabric, lambda n: hosts.get(n, "127.0.0.1"), args.port_base)
-        write_map(args.make_map, amap)
+        write_map(args.make_map, amap, link_labels(fabric))
         kfile = args.key or key_path(args.make_map)
         write_key(kfile, new_key())
         print("wrote %d port addresses to %s and a new key to %s (copy both to every host)" % (

@@ -42,7 +42,7 @@ from ..results import Progress
 from ..scenario import Scenario
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
-from .addrmap import assign, new_key, port_keys, write_key, write_map
+from .addrmap import assign, link_labels, new_key, port_keys, write_key, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
@@ -220,7 +220,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     out = Path(out_dir) if out_dir is not None else None
     workdir = _workdir(out)
     mapfile = workdir / "addresses.toml"
-    write_map(mapfile, amap)
+    write_map(mapfile, amap, link_labels(fabric))        # labels for the plugin (issue 18)
     scnfile = workdir / SCENARIO_FILE             # JSON, read back by the workers (handover.py)
     write_scenario(scnfile, scn)
     key = new_key()

@@ -166,7 +166,8 @@ class SocketPorts:
 
     *wiring*: the fabric's ``(node, port) -> (peer, peer_port, propagation)``;
     *addresses*: ``(node name, port) -> (host, udp port)`` of every wired port;
-    *capture*: gets every frame these nodes send; *rcvbuf(node, port)*: SO_RCVBUF;
+    *capture*: an :class:`ibemu.capture.pcapng.LinkCapture` that gets every frame these nodes
+    send, on its directed link (issue 18); *rcvbuf(node, port)*: SO_RCVBUF;
     *faults*, *faults_until*: see the module text.  *key*: the run's secret (every
     process of a run must have the same); None: a fresh random one (enough when every
     node is in this process); :data:`NO_MAC` (benchmarks only): no tags at all.
@@ -248,8 +249,8 @@ class SocketPorts:
         mv = memoryview(buf)
         deliver = self.sched.deliver
         for p, frame, link, ts in node.outbox:
-            if cap is not None:
-                cap.write(ts // 1000, frame, link)
+            if cap is not None:                 # an ibemu.capture.pcapng.LinkCapture: on its link
+                cap.write_port(node, p, ts // 1000, frame, link)
             ps = ports.get(p)
             if ps is None:
                 continue                        # unconnected port: the frame goes nowhere

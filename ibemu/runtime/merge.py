@@ -1,6 +1,8 @@
 """Merging what the workers wrote (issue 4 items 2 and 3): their metrics into one
 :class:`~ibemu.results.Metrics`, their node counters and runtime counters into one
-table each, their captures into one ERF pcap in emulated-time order.
+table each, their captures into one capture in emulated-time order (pcapng with one
+interface per directed link, :mod:`ibemu.capture.pcapng`; ERF pcap parts merge into an
+ERF pcap, as before issue 18).
 
 A *part* is what one worker recorded (:func:`ibemu.runtime.worker.run_worker`): JSON
 with ``metrics`` (bins), ``node_counters``, ``runtime`` (its loop's counters),
@@ -17,6 +19,7 @@ from typing import Any, BinaryIO
 
 from ..atomic import atomic_open
 from ..capture.erf import LINKTYPE_ERF, PCAP_MAGIC_NS
+from ..capture.pcapng import EPB_TYPE, IDB_TYPE, SHB_TYPE, is_pcapng
 from ..errors import UserError
 from ..results import Metrics
 from ..scenario import Scenario
@@ -26,6 +29,10 @@ Part = dict[str, Any]
 
 _GLOBAL = struct.Struct("<IHHiIII")
 _REC = struct.Struct("<IIII")
+_BLOCK = struct.Struct("<II")
+_TS = struct.Struct("<II")
+_EPB_TS = 12            # an EPB's timestamp (high, low words) after type, length and interface id
+_MAGIC_LEN = 4          # the SHB's block type, which starts a pcapng file
 
 RUNTIME_TOTALS = ("events", "datagrams_sent", "datagrams_received", "datagrams_lost",
                   "datagrams_late", "datagrams_dropped_injected", "datagrams_lost_injected",
@@ -95,17 +102,38 @@ def merge_runtime(workers: Sequence[tuple[int, list[str]]], parts: Sequence[Part
     return tot
 
 
-def _records(buf: bytes | mmap.mmap, path: str | Path) -> list[tuple[int, int, int]]:
-    """(time_ns, offset, length) of every whole record of a pcap written by
-    :class:`~ibemu.capture.erf.ErfPcapWriter` (a truncated tail is ignored: a worker
-    may have been killed while writing)."""
+Records = list[tuple[int, int, int]]
+"""(time_ns, offset, length) of every whole record of a capture part."""
+
+
+def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
+    """The header and the records of a capture part written by an ibemu worker: pcapng
+    (:class:`~ibemu.capture.pcapng.PcapngWriter`: the header is the SHB and the IDBs, a
+    record an EPB) or ERF pcap (the 24-byte global header; a record is a pcap record).
+    A truncated tail is ignored: a worker may have been killed while writing."""
     n = len(buf)
+    out: Records = []
+    if is_pcapng(bytes(buf[:_MAGIC_LEN])):
+        off, head_end = 0, 0
+        unpack = _BLOCK.unpack_from
+        while off + 12 <= n:
+            btype, blen = unpack(buf, off)
+            if blen < 12 or off + blen > n:
+                break
+            if btype == EPB_TYPE:
+                hi, lo = _TS.unpack_from(buf, off + _EPB_TS)
+                out.append(((hi << 32) | lo, off, blen))        # if_tsresol 9: nanoseconds
+            elif btype in (SHB_TYPE, IDB_TYPE) and not out:
+                head_end = off + blen
+            else:
+                raise UserError("%s: block type 0x%x in a capture part written by an ibemu worker" % (path, btype))
+            off += blen
+        return bytes(buf[:head_end]), out
     if n < _GLOBAL.size:
-        return []
+        return b"", []
     magic, *_rest, linktype = _GLOBAL.unpack_from(buf, 0)
     if magic != PCAP_MAGIC_NS or linktype != LINKTYPE_ERF:
         raise UserError("%s: not a capture part written by an ibemu worker" % path)
-    out: list[tuple[int, int, int]] = []
     off = _GLOBAL.size
     unpack = _REC.unpack_from
     while off + 16 <= n:
@@ -115,17 +143,20 @@ def _records(buf: bytes | mmap.mmap, path: str | Path) -> list[tuple[int, int, i
             break
         out.append((sec * 1_000_000_000 + ns, off, end - off))
         off = end
-    return out
+    return bytes(buf[:_GLOBAL.size]), out
 
 
 def merge_captures(parts: Iterable[str | Path | None], out_path: str | Path) -> int:
     """Write the records of the capture *parts* (paths; missing ones skipped) to
     *out_path* in emulated-time order (stable: ties keep part order); return the count.
+    Every part has the same header (the workers build the same fabric, so the same
+    interfaces in the same order); the merged file has it once, then the records.
     Written atomically (:func:`ibemu.atomic.atomic_open`): *out_path* is the old file or
     none until the whole merged capture is on disk."""
     maps: list[mmap.mmap] = []
     keys: list[tuple[int, int, int, int]] = []
     files: list[BinaryIO] = []
+    header = b""
     try:
         for p in parts:
             if p is None:
@@ -141,10 +172,14 @@ def merge_captures(parts: Iterable[str | Path | None], out_path: str | Path) -> 
             m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             maps.append(m)
             k = len(maps) - 1
-            keys.extend((t, k, off, ln) for t, off, ln in _records(m, p))
+            head, recs = _records(m, p)
+            if header and head != header:
+                raise UserError("%s: its capture header (format or interfaces) differs from the other parts'" % p)
+            header = header or head
+            keys.extend((t, k, off, ln) for t, off, ln in recs)
         keys.sort(key=lambda r: (r[0], r[1]))
         with atomic_open(out_path, "wb") as out:       # a killed merge leaves no half capture
-            out.write(_GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, 65535, LINKTYPE_ERF))
+            out.write(header or _GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, 65535, LINKTYPE_ERF))
             chunk: list[bytes] = []
             size = 0
             for _, k, off, ln in keys:

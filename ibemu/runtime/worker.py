@@ -45,7 +45,7 @@ import trio
 
 from ..atomic import atomic_write_text
 from ..build import build_fabric
-from ..capture.erf import ErfPcapWriter
+from ..capture.pcapng import open_link_capture
 from ..errors import UserError
 from ..fabric.faults import engine_faults, fault_counters
 from ..fabric.integrity import attach, credit_state
@@ -263,7 +263,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
         if msg is None or msg.get("cmd") != "key":
             raise UserError("no key on the control channel")
         key = bytes.fromhex(str(msg.get("key")))
-    capture = ErfPcapWriter(pcap) if pcap else None
+    capture = open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen) if pcap else None
     loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
                     rcvbuf=_rcvbuf,
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),

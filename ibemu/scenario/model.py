@@ -75,6 +75,7 @@ class OutputSpec:
     plots: bool = True
     plot_links: list[str] = field(default_factory=list)   # link labels to plot; [] = all
     plot_groups: list[str] = field(default_factory=list)
+    snaplen: int | None = None              # bytes of each frame a capture stores (issue 18); None: all
 
 
 @dataclass

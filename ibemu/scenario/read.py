@@ -182,6 +182,8 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
     resolved["scenario"] = {"name": scn_name, "duration": format_time(duration), "seed": seed}
     resolved["output"] = {"bin": format_time(out.bin), "window": format_time(out.window), "plots": out.plots,
                           "plot_links": list(out.plot_links), "plot_groups": list(out.plot_groups)}
+    if out.snaplen is not None:
+        resolved["output"]["snaplen"] = out.snaplen
     return Scenario(name=scn_name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
                     seed=seed, output=out, source=source, resolved=resolved, cc=cc, faults=faults,
                     routing=routing)

@@ -64,7 +64,34 @@ local f_fecn    = ProtoField.uint8("ibemu.fecn", "FECN", base.DEC, nil, 0x80,
 local f_becn    = ProtoField.uint8("ibemu.becn", "BECN", base.DEC, nil, 0x40,
                                    "Backward Explicit Congestion Notification (BTH)")
 
-p_ibemu.fields = { f_magic, f_version, f_kind, f_seq, f_time, f_cn, f_fecn, f_becn, f_tag }
+local f_stored  = ProtoField.uint32("ibemu.stored", "Bytes stored (snap length)", base.DEC)
+local f_linklabel = ProtoField.string("ibemu.link", "Directed link")
+
+p_ibemu.fields = { f_magic, f_version, f_kind, f_seq, f_time, f_cn, f_fecn, f_becn, f_tag, f_stored, f_linklabel }
+
+-- The links of a live capture: the run's address map (parts/addresses.toml of the run
+-- folder, or the file of `ibemu node --make-map`) names, per sending port, its UDP port
+-- and directed link:   "A:1" = "127.0.0.1:18600"   # link A->L1
+-- Give its path with  -o ibemu.address_map:PATH  (or Edit > Preferences > Protocols > ibemu).
+p_ibemu.prefs.address_map = Pref.string("Address map", "",
+    "the run's address map (RUN/parts/addresses.toml): the shim's link labels from the UDP source port")
+local link_of_port = nil
+local link_map_path = nil
+
+local function link_labels()
+    local path = p_ibemu.prefs.address_map
+    if path == link_map_path then return link_of_port end
+    link_map_path, link_of_port = path, {}
+    if path == nil or path == "" then return link_of_port end
+    local f = io.open(path, "r")
+    if f == nil then return link_of_port end
+    for line in f:lines() do
+        local udp, label = line:match('^%s*"[^"]*"%s*=%s*"[^"]*:(%d+)"%s*#%s*link%s+(.-)%s*$')
+        if udp then link_of_port[tonumber(udp)] = label end
+    end
+    f:close()
+    return link_of_port
+end
 
 ---------------------------------------------------------------------------------------
 -- Protocol "ibemu_link": link flow-control packets
@@ -184,11 +211,29 @@ local function add_cn(tvb, pinfo, tree)
     end
 end
 
+-- A frame stored with a snap length (ibemu run --snaplen N): the built-in dissector
+-- decodes its headers, then finds the payload short and sets the Info column to
+-- "Invalid Packet Length from LRH! [Malformed Packet]".  Put the opcode and QP back and
+-- say how much of the frame is stored (no expert error: nothing is malformed).
+local fe_opcode = Field.new("infiniband.bth.opcode")
+local fe_destqp = Field.new("infiniband.bth.destqp")
+
+function snapped_info(tvb, pinfo, tree)
+    local op, qp = fe_opcode(), fe_destqp()
+    if op == nil then return end
+    local name = op.display:gsub("^.-: ", "")
+    pinfo.cols.info:clear_fence()
+    pinfo.cols.info:set(string.format("%s QP=0x%06x [snapped: %d of %d bytes] ", name,
+                                      qp and qp.value or 0, tvb:len(), tvb:reported_len()))
+    tree:add(f_stored, tvb:len()):set_generated()
+end
+
 -- Hand an InfiniBand packet to the built-in dissector, then add FECN/BECN.  A
 -- malformed packet is reported by the built-in dissector (Dissector:call raises a Lua
 -- error after marking it); the pcall keeps that from hiding the FECN/BECN subtree.
 local function dissect_ib(tvb, pinfo, tree, cn_tree)
     pcall(function() ib_dissector:call(tvb, pinfo, tree) end)
+    if tvb:len() < tvb:reported_len() then snapped_info(tvb, pinfo, tree) end
     add_cn(tvb, pinfo, cn_tree or tree)
     return tvb:len()
 end
@@ -216,6 +261,11 @@ local function dissect_shim(tvb, pinfo, tree)
     item:append_text(string.format(", %s, seq %d, t=%s ns",
                                    kind_names[kind], seq, tostring(tvb(8, 8):uint64())))
     pinfo.cols.protocol = "ibemu"
+    local label = link_labels()[pinfo.src_port]
+    if label then
+        item:add(f_linklabel, label):set_generated()
+        item:append_text(", link " .. label)
+    end
     -- the frame's own length; what follows it is the MAC tag
     local len = tvb:len() - SHIM_LEN
     local flen = len

@@ -128,6 +128,8 @@ def parse_cca(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> CCASp
         except OpenSMError as e:
             raise ctx.err(where, str(e)) from None
         spec.enabled = osm["enabled"]
+        spec.opensm_routing = dict(osm["routing"])              # recorded (issue 18 item 9)
+        spec.opensm_not_modelled = list(osm["not_modelled"])
         for k, v in osm["switch"].items():
             setattr(spec.switch, k, frozenset(p for p in range(256) if v >> p & 1) if k == "Victim_Mask" else v)
         if "Port_Control" in osm["ca"]:

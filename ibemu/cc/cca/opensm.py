@@ -8,8 +8,14 @@ One option per line, ``name value``; ``#`` starts a comment; numbers are decimal
 ``cc_ca_cong_setting_ccti_timer 0 75``.  ``cc_cct`` is ``shift:mult,shift:mult,...``
 (at most 128 entries; OpenSM then sets CCTI_Limit to entries − 1).  An option this
 module does not know, or a malformed value, raises :class:`OpenSMError` naming the line
-and option -- including OpenSM options that are not about congestion control: keep
-only the ``congestion_control`` and ``cc_*`` lines.
+and option, with the closest valid name (difflib) for a misspelt one.
+
+A complete opensm.conf is accepted (issue 18 item 9; the option set of OpenSM 3.3.23's
+``opensm -c``, :mod:`ibemu.cc.cca.opensm_options`): ``congestion_control`` and the
+``cc_*`` options are applied; ``routing_engine``, ``root_guid_file`` and ``lmc`` are
+recorded (``routing``: their values, ``(null)`` left out) for the subnet manager's
+routing (:mod:`ibemu.routing`; the scenario's ``[routing]`` table selects it); every other
+valid OpenSM option is listed once, in file order, in ``not_modelled``.
 
 Options accepted and kept only for the record (no effect on the emulation): cc_key,
 cc_max_outstanding_mads, cc_sw_cong_setting_control_map, cc_sw_cong_setting_credit_mask,
@@ -22,6 +28,7 @@ import difflib
 from collections.abc import Callable
 from typing import TypedDict
 
+from .opensm_options import OPENSM_VERSION, OPTION_NAMES, ROUTING_OPTIONS
 from .settings import CCT_MAX_ENTRIES
 
 
@@ -92,6 +99,8 @@ _RECORD: dict[str, Callable[[str], object]] = {
 }
 _ENABLED, _PORT_CONTROL, _CCT = "congestion_control", "cc_ca_cong_setting_port_control", "cc_cct"
 OPTIONS = sorted([*_SW, _PORT_CONTROL, _CCT, *_SL, *_RECORD, _ENABLED])
+ALL_OPTIONS = sorted(OPTION_NAMES | set(OPTIONS))
+"""Every valid option name: the misspelt-name hint searches them all."""
 
 
 class CAOptions(TypedDict, total=False):
@@ -106,13 +115,15 @@ class OpenSMOptions(TypedDict):
     switch: dict[str, int]              # SwitchCongestionSetting field -> value
     ca: CAOptions
     sl: dict[int, dict[str, int]]       # SL -> CACongestionEntry field -> value
+    routing: dict[str, str]             # routing_engine / root_guid_file / lmc, as given
+    not_modelled: list[str]             # the other valid OpenSM options, once each, in file order
 
 
 def parse_opensm(text: str) -> OpenSMOptions:
     """Read opensm.conf text into ``{"enabled": bool?, "switch": {key: v}, "ca": {key: v},
     "sl": {SL: {key: v}}}`` with spec-named keys.  ``congestion_control`` absent:
     OpenSM's default, FALSE (no congestion control configured)."""
-    out: OpenSMOptions = {"enabled": False, "switch": {}, "ca": {}, "sl": {}}
+    out: OpenSMOptions = {"enabled": False, "switch": {}, "ca": {}, "sl": {}, "routing": {}, "not_modelled": []}
     for n, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -126,9 +137,19 @@ def parse_opensm(text: str) -> OpenSMOptions:
         def bad(reason: str, name: str = name, n: int = n) -> OpenSMError:
             return OpenSMError("line %d: %s: %s" % (n, name, reason))
         if name not in OPTIONS:
-            close = difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.7)
+            if name in ROUTING_OPTIONS:
+                if not rest:
+                    raise bad("missing value")
+                if rest != "(null)":
+                    out["routing"][name] = rest
+                continue
+            if name in OPTION_NAMES:
+                if name not in out["not_modelled"]:
+                    out["not_modelled"].append(name)
+                continue
+            close = difflib.get_close_matches(name, ALL_OPTIONS, n=1, cutoff=0.7)
             hint = (" (did you mean %r?)" % close[0]) if close else \
-                " (ibemu reads congestion_control and the cc_* options only)"
+                " (not an option of OpenSM %s's opensm.conf)" % OPENSM_VERSION
             raise bad("unknown option" + hint)
         if not rest:
             raise bad("missing value")
