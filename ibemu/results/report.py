@@ -67,7 +67,7 @@ def _plotly() -> Any:
     try:
         import plotly.graph_objects as go
     except ImportError:
-        raise UserError("the report needs Plotly: pip install plotly (or 'ibemu[report]')") from None
+        raise UserError("the report needs Plotly (an ibemu dependency): pip install plotly") from None
     return go
 
 
