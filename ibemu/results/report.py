@@ -345,7 +345,8 @@ def _counters_section(go: Any, res: Results) -> tuple[str, dict[str, dict[str, n
                                     "font": {"size": 10}}])
     note = ("<p class=note>The busiest %d of %d ports (by PortXmitData); the buttons choose the counter.</p>"
             % (len(ports), len(xmit)))
-    return _section("Port counters over time", "counters", note + _figure_html(fig, "plot-counters", top=120)), by, times
+    body = note + _figure_html(fig, "plot-counters", top=120)
+    return _section("Port counters over time", "counters", body), by, times
 
 
 def _unit(counter: str) -> str:
