@@ -145,7 +145,7 @@ def test_run_a_shipped_scenario_by_name(installed: Path, outside: Path) -> None:
     # its report, from the installed package (plotly.js inline)
     p = _run([str(installed / "ibemu"), "report", "c"], cwd=outside)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert 'id="plot-cc"' in (outside / "c" / "report.html").read_text(encoding="utf-8")
+    assert 'id="plot-counters"' in (outside / "c" / "report.html").read_text(encoding="utf-8")
 
 
 def test_examples_from_the_wheel(installed: Path, outside: Path) -> None:
