@@ -103,8 +103,9 @@ def _cmd_examples(args) -> int:
         width = max(len(n) for n in names)
         for n in names:
             text = scenario_description(n)
-            if len(text) > 100 - width:             # one line each: the file has the rest
-                text = text[:100 - width - 4].rsplit(" ", 1)[0] + " ..."
+            room = 100 - width - 2                  # one line of 100 each: the file has the rest
+            if len(text) > room:
+                text = text[:room - 4].rsplit(" ", 1)[0] + " ..."
             print("%-*s  %s" % (width, n, text))
         print("\nrun one: ibemu run NAME; copy one to edit: ibemu examples NAME --copy DIR")
         return 0
