@@ -364,10 +364,16 @@ def _cc_section(go: Any, res: Results, ports: Mapping[str, Mapping[str, np.ndarr
     events = res.data.get("events") or []
     panels: list[tuple[str, list[tuple[str, np.ndarray, np.ndarray, str]]]] = []
     marks = []
-    for counter, label in (("PortRcvFECN", "FECN-marked packets received (all ports)"),
-                           ("PortRcvBECN", "BECNs received (all ports)")):
+    try:                                # counted where they end: the HCAs' ports (a switch port counts them too)
+        hcas = {h["name"] for h in res.config().get("hca") or [] if isinstance(h, dict) and "name" in h}
+    except (OSError, ValueError):
+        hcas = set()
+    where = "HCA ports" if hcas else "all ports"
+    for counter, label in (("PortRcvFECN", "FECN-marked packets received (%s)" % where),
+                           ("PortRcvBECN", "BECNs received (%s)" % where)):
         if counter in ports and len(times):
-            total = np.sum([np.nan_to_num(v) for v in ports[counter].values()], axis=0)
+            chosen = [v for p, v in ports[counter].items() if not hcas or p.rsplit(":", 1)[0] in hcas]
+            total = np.sum([np.nan_to_num(v) for v in chosen], axis=0) if chosen else np.zeros(len(times))
             if total[-1] > 0:
                 marks.append((label, times, total, "hv"))
     if marks:
@@ -399,7 +405,7 @@ def _cc_section(go: Any, res: Results, ports: Mapping[str, Mapping[str, np.ndarr
     fig.update_xaxes(title_text="emulated time (ms)", row=rows, col=1)
     fig.update_layout(title="%s - congestion control over time" % res.scenario, height=200 + 230 * rows,
                       legend={"tracegroupgap": 12})
-    body = ("<p class=note>Marks and BECNs from the ports' PortRcvFECN/PortRcvBECN counters; one panel per traced "
+    body = ("<p class=note>Marks and BECNs from the HCA ports' PortRcvFECN/PortRcvBECN counters; one panel per traced "
             "congestion-control variable (traces.csv), a step curve per owner; the events results.json logged.</p>"
             + _figure_html(fig, "plot-cc"))
     if events:
