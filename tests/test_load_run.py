@@ -119,3 +119,22 @@ def test_a_run_without_the_optional_files(tmp_path: Path) -> None:
     assert run.traces().empty and list(run.traces().columns) == ["kind", "key", "time_ms", "value"]
     assert run.events().empty
     assert run.link_table().loc["bottleneck", "utilization"] > 0.9
+
+
+def test_the_docs_example_compares_two_runs(tmp_path: Path) -> None:
+    """docs/examples/compare_runs.py: seed 003 Figure 1 without and with the HP scheme; the
+    victim, stuck behind the congested switch without congestion control, gets its link
+    back under HP (seed 003 §6, Figure 4)."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), MPLBACKEND="Agg")
+    r = subprocess.run([sys.executable, str(root / "docs" / "examples" / "compare_runs.py"), str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "normalized throughput per flow group" in r.stdout
+    a, b = ibemu.load_run(tmp_path / "no_cc"), ibemu.load_run(tmp_path / "hp")
+    victim_a = a.flow_table().set_index("group").loc["victim", "normalized"]
+    victim_b = b.flow_table().set_index("group").loc["victim", "normalized"]
+    assert victim_a < 0.05 < 0.3 < victim_b
