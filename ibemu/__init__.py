@@ -9,6 +9,8 @@ The public API for scripts -- everything below is importable from ``ibemu`` itse
     r = ibemu.run_virtual(scn, out_dir="runs/x")          # or ibemu.run_wall(scn, ...)
     res = ibemu.load_results("runs/x")                    # results.json + CSV series
     print(res.summary["fairness"]["jain"], res.flows()["time_ms"])
+    run = ibemu.load_run("runs/x")                        # the same as pandas DataFrames
+    run.flow_table()["normalized"], run.links().max()      # (pip install 'ibemu[analysis]')
 
 - load a scenario: :func:`load_scenario` (a TOML file, with ``--set``-style overrides),
   :func:`scenario_from_dict`, :func:`apply_overrides`, :class:`ScenarioError`;
@@ -23,7 +25,8 @@ The public API for scripts -- everything below is importable from ``ibemu`` itse
   returns a :class:`WallResult`);
 - read its results: :func:`load_results` (a :class:`Results`: the summary dict and the
   flows/links/counters/traces series as numpy arrays), :func:`read_series`,
-  :func:`format_summary_table`, :func:`jain_index`.
+  :func:`format_summary_table`, :func:`jain_index`; :func:`load_run` (a :class:`Run`:
+  the same folder as pandas DataFrames, ``pip install 'ibemu[analysis]'``).
 
 Every name is imported on first use (PEP 562 ``__getattr__``), so ``import ibemu`` stays
 cheap: numpy comes with the first scenario or result, matplotlib only when plots are
@@ -73,6 +76,8 @@ _EXPORTS: dict[str, str] = {
     "WallResult": "ibemu.runtime.controller",
     # read its results
     "load_results": "ibemu.results",
+    "load_run": "ibemu.results",
+    "Run": "ibemu.results",
     "Results": "ibemu.results",
     "read_series": "ibemu.results",
     "read_traces": "ibemu.results",
@@ -87,7 +92,7 @@ __all__ = [
     "LinkParams", "SwitchParams", "HCAParams", "VLArbTable", "santos_fig1", "quickstart",
     "PS_PER_NS", "PS_PER_US", "PS_PER_MS", "PS_PER_S", "ib_rate", "parse_time", "parse_rate", "parse_size",
     "run_virtual", "RunResult", "run_wall", "WallResult",
-    "load_results", "Results", "read_series", "read_traces", "format_summary_table", "jain_index",
+    "load_results", "Results", "load_run", "Run", "read_series", "read_traces", "format_summary_table", "jain_index",
 ]   # literally, for type checkers: the same names as _EXPORTS (tests/test_api.py checks)
 
 
@@ -113,7 +118,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:                       # the same names, eagerly, for type checkers and IDEs
     from .errors import UserError
     from .fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams, VLArbTable
-    from .results import Results, format_summary_table, jain_index, load_results, read_series, read_traces
+    from .results import (Results, Run, format_summary_table, jain_index, load_results, load_run, read_series,
+                           read_traces)
     from .run import RunResult, run_virtual
     from .runtime.controller import WallResult, run_wall
     from .scenario import ScenarioError, apply_overrides, load_scenario, scenario_from_dict

@@ -90,7 +90,10 @@ def _cmd_run(args) -> int:
     args.out = args.out or default_out(scn.name)   # run_virtual and run_wall check the paths first
     if args.clock == "wall":
         from .runtime.commands import cmd_run_wall
-        return cmd_run_wall(args, scn)
+        status = cmd_run_wall(args, scn)
+        if args.report and status in (0, 4):    # 4: written, but beyond the slip budget
+            _report(args.out, None, args.quiet)
+        return status
     result = run_virtual(scn, out_dir=args.out, pcap=args.pcap,
                          progress=False if args.quiet else None)
     if not args.quiet:
@@ -100,6 +103,56 @@ def _cmd_run(args) -> int:
             print(capture_hint(args.pcap))
             if scn.links:
                 print(capture_links_hint(scn.links[0].labels()[0]))
+    if args.report:
+        _report(args.out, None, args.quiet)
+    return 0
+
+
+def _report(run_dir: str, path: str | None, quiet: bool = False) -> None:
+    from .results.report import write_report
+    written = write_report(run_dir, path)
+    if not quiet:
+        print("report: %s (one self-contained HTML file: open it in a browser)" % written)
+
+
+def _cmd_report(args) -> int:
+    """``ibemu report RUN_DIR [-o FILE]``: the run's HTML report (issue 18 item 3)."""
+    _report(args.run, args.out)
+    return 0
+
+
+def _cmd_examples(args) -> int:
+    """``ibemu examples [NAME [--copy DIR]]``: the shipped scenarios (issue 18 item 6)."""
+    from .resources import copy_scenario, scenario_description, scenario_names, shipped_scenario
+    if args.name is None:
+        if args.copy:
+            raise UserError("--copy needs a scenario name (ibemu examples NAME --copy DIR)")
+        names = scenario_names()
+        width = max(len(n) for n in names)
+        for n in names:
+            text = scenario_description(n)
+            room = 100 - width - 2                  # one line of 100 each: the file has the rest
+            if len(text) > room:
+                text = text[:room - 4].rsplit(" ", 1)[0] + " ..."
+            print("%-*s  %s" % (width, n, text))
+        print("\nrun one: ibemu run NAME; copy one to edit: ibemu examples NAME --copy DIR")
+        return 0
+    try:
+        f = shipped_scenario(args.name)
+    except FileNotFoundError as e:
+        raise UserError(str(e).strip("'\"")) from None
+    if not args.copy:
+        sys.stdout.write(f.read_text(encoding="utf-8"))
+        return 0
+    try:
+        written = copy_scenario(args.name, args.copy)
+    except FileExistsError as e:
+        raise UserError("%s exists already: not overwritten" % e) from None
+    except OSError as e:
+        raise OutputError.from_os(e.filename or args.copy, e) from None
+    for w in written:
+        print("copied %s" % w)
+    print("run it: ibemu run %s" % written[0])
     return 0
 
 
@@ -276,12 +329,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the most memory the time bins may take, e.g. 8GiB, or none (default %dGiB)"
                         % (_default_limit() >> 30))
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    r.add_argument("--report", action="store_true",
+                   help="also write OUT/report.html, the run's self-contained HTML report (ibemu report)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     from .runtime.commands import add_fidelity_parser, add_node_parser, add_wall_options
     add_wall_options(r)
     r.set_defaults(func=_cmd_run)
     add_node_parser(sub)
     add_fidelity_parser(sub)
+
+    rep = sub.add_parser("report", help="write a run's self-contained HTML report (tables, interactive plots)")
+    rep.add_argument("run", help="output folder of a finished run (holding results.json)")
+    rep.add_argument("-o", "--out", help="HTML file to write (default RUN/report.html)")
+    rep.set_defaults(func=_cmd_report)
+
+    ex = sub.add_parser("examples", help="list the shipped scenarios, print one, or copy one out for editing")
+    ex.add_argument("name", nargs="?", help="a shipped scenario (without it: list them)")
+    ex.add_argument("--copy", metavar="DIR", help="copy the scenario (and the files it names) into DIR")
+    ex.set_defaults(func=_cmd_examples)
 
     rp = sub.add_parser("reproduce", help="reproduce the seed papers' figures and compare")
     rp.add_argument("figure", nargs="?", help="figure id (see --list) or 'all'")

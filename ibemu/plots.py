@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 PLOT_MAX_LINKS = 6          # links in throughput.png when output.plot_links is empty
 PLOT_MAX_LINK_CURVES = 16   # more links: links.png shows the busiest PLOT_TOP_LINKS
 PLOT_TOP_LINKS = 10
+HEATMAP_ROW_LABELS = 64     # up to this many rows the heatmap names every link
 HEATMAP_MIN_LINKS = 12      # more links (or any link level): links_heatmap.png too
 HEATMAP_MAX_COLUMNS = 400   # time bins of the heatmap at most (neighbouring bins averaged)
 
@@ -65,10 +66,16 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
     series = [(lbl, link_data[lbl]) for lbl in links] + curves
     xmax = scenario.duration / PS_PER_MS
 
-    def figure(title: str, lines: Sequence[tuple[str, np.ndarray]], ylabel: str) -> FigureType:
-        fig = Figure(figsize=(8, 4.8), dpi=110)
+    def figure(title: str, lines: Sequence[tuple[str, np.ndarray]], ylabel: str, *,
+               mean_in_legend: bool = False) -> FigureType:
+        """Curves over time, the legend outside the axes on the right (one entry per
+        curve, with its mean over the run when *mean_in_legend*); colours C0..C9 and a
+        line style per ten curves, so that equal curves stay told apart."""
+        fig = Figure(figsize=(9.6, 4.8), dpi=110, layout="constrained")
         ax = fig.add_subplot()
         for k, (label, y) in enumerate(lines):
+            if mean_in_legend:
+                label = "%s (mean %.2f)" % (label, float(np.nan_to_num(y).mean()) if len(y) else 0.0)
             ax.plot(times, y, styles[(k // 10) % len(styles)], color="C%d" % (k % 10),
                     label=label, linewidth=1.4)
         ax.set_xlim(0, xmax)
@@ -78,8 +85,7 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         if lines and len(lines) <= 16:
-            ax.legend(loc="best", fontsize="small")
-        fig.tight_layout()
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
         return fig
 
     win_ms = (scenario.output.window or metrics.window) / PS_PER_MS
@@ -88,18 +94,23 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
     all_links = metrics.link_names()
     if len(all_links) > PLOT_MAX_LINK_CURVES:
         top = _busiest(all_links, link_all, PLOT_TOP_LINKS)
-        figure("%s - busiest %d of %d links" % (scenario.name, len(top), len(all_links)),
+        figure("%s - busiest %d of %d links (all: links_heatmap.png)" % (scenario.name, len(top), len(all_links)),
                [(lbl, link_all[lbl]) for lbl in top],
-               "link utilization (fraction of link bandwidth, %g ms window)" % win_ms) \
+               "link utilization (fraction of link bandwidth, %g ms window)" % win_ms, mean_in_legend=True) \
             .savefig(out / "links.png", metadata={"Software": None})
     elif len(all_links) > len(links):
-        figure(scenario.name + " - all links", [(lbl, link_all[lbl]) for lbl in all_links],
-               "link utilization (%g ms window)" % win_ms) \
+        ranked = _busiest(all_links, link_all, len(all_links))
+        ranked += [lbl for lbl in all_links if lbl not in ranked]         # the idle ones last
+        figure(scenario.name + " - all %d links, busiest first" % len(all_links),
+               [(lbl, link_all[lbl]) for lbl in ranked],
+               "link utilization (fraction of link bandwidth, %g ms window)" % win_ms, mean_in_legend=True) \
             .savefig(out / "links.png", metadata={"Software": None})
     levels = _levels_of(scenario)
     if levels or len(all_links) > HEATMAP_MIN_LINKS:
         plot_link_heatmap(times, link_all, levels, out / "links_heatmap.png",
-                          title=scenario.name + " - link utilization by level", xmax=xmax,
+                          title="%s - link utilization over time%s" % (scenario.name,
+                                                                        " by fabric level" if levels else ""),
+                          xmax=xmax,
                           window_ms=win_ms)
 
 
@@ -164,7 +175,8 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
         padded[:, :grid.shape[1]] = grid
         grid = np.nanmean(padded.reshape(len(order), ncols, step), axis=2)
     t_end = float(xmax) if xmax is not None else (float(times[-1]) if len(times) else 1.0)
-    fig = Figure(figsize=(9, min(3.0 + 0.04 * len(order), 12.0)), dpi=110)
+    height = 3.0 + (0.16 if len(order) <= HEATMAP_ROW_LABELS else 0.04) * len(order)
+    fig = Figure(figsize=(9, min(height, 12.0)), dpi=110)
     ax = fig.add_subplot()
     img = ax.imshow(grid, aspect="auto", interpolation="nearest", vmin=0.0, vmax=1.0, cmap="viridis",
                     extent=(0.0, t_end, len(order), 0))
@@ -176,10 +188,19 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
         ticks.append(row + len(labels) / 2)
         names.append("%s (%d)" % (lev, len(labels)))
         row += len(labels)
-    ax.set_yticks(ticks)
-    ax.set_yticklabels(names, fontsize="small")
+    if len(order) <= HEATMAP_ROW_LABELS:     # every link named; the levels (if several) on the right
+        ax.set_yticks([i + 0.5 for i in range(len(order))])
+        ax.set_yticklabels(order, fontsize=7 if len(order) > 24 else "small")
+        if len(blocks) > 1:
+            right = ax.secondary_yaxis("right")
+            right.set_yticks(ticks)
+            right.set_yticklabels(names, fontsize="small")
+        ax.set_ylabel("directed link" + (" (by fabric level)" if len(blocks) > 1 else ""))
+    else:
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(names, fontsize="small")
+        ax.set_ylabel("directed links by fabric level (links per level)")
     ax.set_xlabel("time (ms)")
-    ax.set_ylabel("directed links by fabric level")
     ax.set_title(title)
     label = quantity
     label += ", %g ms window)" % window_ms if window_ms else ")"
@@ -218,7 +239,8 @@ def link_heatmap(run: Metrics | RunFolder, path: str | Path, levels: Mapping[str
         levels = dict(data.get("link_levels") or {})
     xmax = getattr(run, "duration_ps", None)
     return plot_link_heatmap(times, series, levels, path,
-                             title=title or "%s - link utilization by level" % run.scenario,
+                             title=title or "%s - link utilization over time%s" % (
+                                 run.scenario, " by fabric level" if levels else ""),
                              xmax=xmax / PS_PER_MS if xmax else None)
 
 

@@ -21,7 +21,7 @@ LAYERS = "ibemu.layers"
 LUA_IN_TREE = "layers/wireshark/ibemu.lua"     # the plugin's place in the repository
 
 __all__ = ["SCENARIOS", "LAYERS", "scenario_names", "shipped_scenario", "scenario_source",
-           "lua_plugin"]
+           "scenario_description", "scenario_companions", "copy_scenario", "lua_plugin"]
 
 
 def scenario_names() -> list[str]:
@@ -52,6 +52,47 @@ def scenario_source(arg: str) -> str | Path:
     except FileNotFoundError:
         return arg
     return Path(str(f))
+
+
+def scenario_description(name: str) -> str:
+    """The first sentence of a shipped scenario's opening comment (its title line)."""
+    lines = []
+    for line in shipped_scenario(name).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("#").strip()
+        if not text:
+            break
+        lines.append(text)
+    text = " ".join(lines)
+    end = text.find(". ")
+    return text[:end + 1] if end >= 0 else text
+
+
+def scenario_companions(name: str) -> list[str]:
+    """The other shipped files a shipped scenario names by a quoted file name (an
+    opensm.conf such as ``opensm_file = "cca_opensm.conf"``), sorted."""
+    text = shipped_scenario(name).read_text(encoding="utf-8")
+    return sorted(p.name for p in files(SCENARIOS).iterdir()
+                  if not p.name.endswith((".toml", ".py")) and p.is_file()
+                  and ('"%s"' % p.name in text or "'%s'" % p.name in text))
+
+
+def copy_scenario(name: str, folder: str | Path) -> list[Path]:
+    """Copy the shipped scenario *name* and its companions into *folder* (made if
+    missing) for editing; returns the paths written.  An existing file is not
+    overwritten: :class:`FileExistsError`."""
+    f = shipped_scenario(name)
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = [f] + [files(SCENARIOS) / c for c in scenario_companions(name)]
+    targets = [out / src.name for src in sources]
+    for t in targets:
+        if t.exists():
+            raise FileExistsError(t)
+    for src, t in zip(sources, targets):
+        t.write_bytes(src.read_bytes())
+    return targets
 
 
 def lua_plugin() -> str:

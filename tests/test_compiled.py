@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from ibemu import __version__
+from test_wheel import see_parent_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -89,6 +90,7 @@ def _build_and_install(tmp: Path, env: dict[str, str]) -> tuple[Path, Path]:
     wheels = sorted(dist.glob("ibemu-*.whl"))
     assert len(wheels) == 1, wheels
     venv.create(env_dir, system_site_packages=True, with_pip=False)
+    see_parent_venv(env_dir)                 # the quick start runs the tests in .venv
     bin_dir = env_dir / "bin"
     p = _run([bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
               wheels[0]], cwd=tmp)

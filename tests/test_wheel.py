@@ -43,6 +43,18 @@ def _offline_build_possible() -> bool:
     return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
 
 
+def see_parent_venv(env_dir: Path) -> None:
+    """When the tests themselves run in a venv (the README's quick start: .venv), a venv
+    made from it with ``--system-site-packages`` sees the base interpreter's packages, not
+    the dependencies installed in .venv: a .pth file adds .venv's site-packages after the
+    new venv's own (whose ibemu wheel still comes first)."""
+    if sys.prefix == sys.base_prefix:
+        return
+    import site
+    own = next((env_dir / "lib").glob("python3*/site-packages"))
+    (own / "_parent_venv.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PYTHON") and k not in ("VIRTUAL_ENV", "IBEMU_PURE")}
@@ -72,6 +84,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheels = sorted(dist.glob("ibemu-*.whl"))
     assert len(wheels) == 1, wheels
     venv.create(env_dir, system_site_packages=True, with_pip=False)
+    see_parent_venv(env_dir)
     bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
     py = bin_dir / "python"
     # the machine's pip, run by the venv's interpreter, installs into the venv
@@ -129,3 +142,24 @@ def test_run_a_shipped_scenario_by_name(installed: Path, outside: Path) -> None:
               "--no-plots", "-q"], cwd=outside)
     assert p.returncode == 0, p.stdout + p.stderr
     assert (outside / "c" / "results.json").is_file()
+    # its report, from the installed package (plotly.js inline)
+    p = _run([str(installed / "ibemu"), "report", "c"], cwd=outside)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert 'id="plot-counters"' in (outside / "c" / "report.html").read_text(encoding="utf-8")
+
+
+def test_examples_from_the_wheel(installed: Path, outside: Path) -> None:
+    """``ibemu examples`` lists the package's scenarios; ``--copy`` writes one (and the
+    opensm.conf it names) out, and the copy runs."""
+    p = _run([str(installed / "ibemu"), "examples"], cwd=outside)
+    assert p.returncode == 0, p.stderr
+    listed = [line.split()[0] for line in p.stdout.splitlines()[:-2] if line.strip()]
+    shipped = sorted(f.stem for f in (ROOT / "scenarios").glob("*.toml"))
+    assert listed == shipped
+    p = _run([str(installed / "ibemu"), "examples", "cca_opensm", "--copy", "mine"], cwd=outside)
+    assert p.returncode == 0, p.stderr
+    assert sorted(f.name for f in (outside / "mine").iterdir()) == ["cca_opensm.conf", "cca_opensm.toml"]
+    assert (outside / "mine" / "cca_opensm.conf").read_bytes() == (ROOT / "scenarios" / "cca_opensm.conf").read_bytes()
+    p = _run([str(installed / "ibemu"), "run", "mine/cca_opensm.toml", "--duration", "100us", "--out", "m",
+              "--no-plots", "-q"], cwd=outside)
+    assert p.returncode == 0, p.stdout + p.stderr
