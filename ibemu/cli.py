@@ -105,7 +105,8 @@ _finite_float = cli_number(float, "a number", lambda v: None if math.isfinite(v)
 
 def _cmd_reproduce(args) -> int:
     from .studies.registry import main as reproduce_main
-    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
+    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full,
+                          scheduler=args.scheduler, workers=args.workers)
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -313,7 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list", action="store_true", help="list the reproductions")
     rp.add_argument("--out", help="output folder (default reproductions/)")
     rp.add_argument("--full", action="store_true",
-                    help="the papers' whole sweeps (long) instead of the CI-sized ones")
+                    help="the papers' whole sweeps (long) instead of the CI-sized ones, their runs in "
+                         "parallel on a local Dask cluster (or --scheduler)")
+    rp.add_argument("--scheduler", metavar="local|sync|tcp://HOST:PORT",
+                    help="where a figure's runs go: local: a new local Dask cluster (default with --full); "
+                         "sync: one after another here (default without); tcp://HOST:PORT: a Dask cluster")
+    rp.add_argument("--workers", type=cli_number(int, "a number", lambda v: None if v >= 1 else "must be at least 1"),
+                    metavar="N", help="local cluster: N worker processes (default: cores)")
     rp.set_defaults(func=_cmd_reproduce)
 
     sw = sub.add_parser("sweep", help="run a scenario over a grid of values and seeds in parallel (Dask)",

@@ -149,3 +149,52 @@ def test_a_bad_grid_key_is_one_line_and_runs_nothing(tmp_path, capsys):
     assert not (out / "sweep.csv").exists()
     assert main(["sweep", "quickstart", "--grid", "flow[1].window"]) == 2
     assert "expected KEY=V1,V2" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- ibemu reproduce --full (Deliver 2)
+class _Recorded(Exception):
+    pass
+
+
+def _recorder(calls):
+    def mapper(fn, items):
+        calls.append((fn, list(items)))
+        raise _Recorded
+    return mapper
+
+
+def test_reproduce_full_hands_a_figures_whole_sweep_to_the_mapper_at_once():
+    from ibemu.studies.cca.experiments import run_case_of
+    from ibemu.studies.cca.reproduce import _fig4
+    from ibemu.studies.hp.figures import measure_spec, run_fig5
+    from ibemu.studies.reproduction import RunCache
+    from ibemu.units import PS_PER_MS
+    calls = []
+    with pytest.raises(_Recorded):             # the mapper stops it: nothing is run here
+        run_fig5(None, True, RunCache(mapper=_recorder(calls)))
+    (fn, specs), = calls
+    assert fn is measure_spec
+    assert len(specs) == 8 * 5                 # seed 003 Fig. 5: buffers 2..16 x thresholds none, 4, 6, 8, 16
+    assert {s[0].duration for s in specs} == {500 * PS_PER_MS}
+    assert len({s[0].name for s in specs}) == 40
+    calls.clear()
+    with pytest.raises(_Recorded):
+        _fig4(None, True, RunCache(mapper=_recorder(calls)))
+    (fn, cases), = calls
+    assert fn is run_case_of and len(cases) == 7 * 3     # seed 002 Fig. 4: Marking_Rate x CCTI_Timer
+
+
+def test_run_cache_map_on_dask_equals_the_runs_in_this_process():
+    from ibemu.studies.hp.experiments import fig1
+    from ibemu.studies.hp.figures import measure_spec
+    from ibemu.studies.reproduction import RunCache
+    specs = [(fig1(2, 1, b, 2.0, victim=(0.5, 1.5), name="t%d" % b), 0.5, 2.0, None) for b in (2, 4, 8)]
+    here = [measure_spec(s) for s in specs]
+    with S.DaskPool(workers=2) as pool:
+        cache = RunCache(mapper=pool.map)
+        there = cache.get_many([("t", b) for b in (2, 4, 8)], measure_spec, specs)
+        again = cache.get_many([("t", 4)], measure_spec, [None])     # memoised: not computed again
+    strip = lambda ms: [{k: v for k, v in m.items() if k != "wall_s"} for m in ms]
+    assert strip(there) == strip(here)
+    assert strip(again) == strip(here[1:2])
+    assert RunCache().map(len, ["ab", "c"]) == [2, 1]

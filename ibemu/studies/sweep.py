@@ -41,8 +41,8 @@ from typing import Any
 
 from ..errors import UserError
 
-__all__ = ["Point", "SweepResult", "parse_values", "plan", "headline", "run_point", "run_sweep", "aggregate",
-           "write_tables", "plot_sweep", "SEED_KEY", "LOCAL", "SYNC"]
+__all__ = ["Point", "SweepResult", "DaskPool", "parse_values", "plan", "headline", "run_point", "run_sweep",
+           "aggregate", "write_tables", "plot_sweep", "SEED_KEY", "LOCAL", "SYNC"]
 
 SEED_KEY = "scenario.seed"
 LOCAL, SYNC = "local", "sync"
@@ -307,11 +307,14 @@ class _Sync:
         pass
 
 
-class _Dask:
-    """A Dask client: a new local cluster (one single-threaded worker process per core,
-    or *workers*) or the scheduler at *address*."""
+class DaskPool:
+    """A Dask client: a new local cluster (``address="local"``: one single-threaded
+    worker process per core, or *workers*) or the scheduler at *address*
+    (``tcp://host:8786``).  :meth:`map` runs a function over items on it (``ibemu
+    reproduce --full``); :func:`run_sweep` submits its points one by one.  A context
+    manager: the local cluster ends with it."""
 
-    def __init__(self, address: str, workers: int | None) -> None:
+    def __init__(self, address: str = LOCAL, workers: int | None = None) -> None:
         import logging
 
         from distributed import Client, LocalCluster
@@ -327,6 +330,22 @@ class _Dask:
             except (OSError, TimeoutError, ValueError) as e:
                 raise UserError("--scheduler %s: cannot reach the Dask scheduler (%s)" % (address, e)) from None
         self.futures: dict[Any, int] = {}
+
+    def __enter__(self) -> DaskPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``[fn(x) for x in items]``, the calls spread over the cluster's workers; the
+        first call's error is raised here."""
+        futures = self.client.map(fn, list(items), pure=False)
+        try:
+            return list(self.client.gather(futures))
+        finally:
+            for f in futures:
+                f.cancel()
 
     def submit(self, index: int, fn: Callable[..., Row], *args: Any) -> None:
         fut = self.client.submit(fn, *args, pure=False, key="ibemu-point-%d-%s" % (index, os.urandom(4).hex()))
@@ -399,10 +418,10 @@ def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: 
             continue
         todo.append(i)
 
-    runner: _Sync | _Dask | None = None
+    runner: _Sync | DaskPool | None = None
     try:
         if todo:
-            runner = _Sync() if scheduler == SYNC else _Dask(scheduler, workers)
+            runner = _Sync() if scheduler == SYNC else DaskPool(scheduler, workers)
             for i in todo:
                 p = points[i]
                 runner.submit(i, run_point, source, [*common, *p.overrides()],
