@@ -7,7 +7,9 @@ folder: ``scheduler="sync"`` (the points one after another in this process) and 
 default local Dask cluster (one single-threaded worker process per core, its start-up and
 shut-down included in the time).  The two are run side by side --repeat times,
 alternating which goes first; the best time of each is kept and the ratio printed, with
-the load average (the machine may be shared) and a check that both sides' tables agree.
+the load average and, per run, the points' CPU time over the wall time (how many cores
+the run actually got: on a machine shared with other work, fewer than it has), and a
+check that both sides' tables agree.
 
     python benchmarks/bench_sweep.py [--ms 20] [--buffers 2,4,8,16] [--remotes 1,5] [--repeat 2] [--workers N]
 """
@@ -57,12 +59,15 @@ def main() -> int:
                                   scheduler=S.SYNC if side == "sequential" else S.LOCAL)
                 dt = time.perf_counter() - t0
                 assert res.ran == len(points) and not res.failed, res.failed
-                tables[side] = json.dumps([{k: v for k, v in r.items() if k not in ("wall_s",)} for r in res.rows])
+                tables[side] = json.dumps([{k: v for k, v in r.items() if k not in ("wall_s", "cpu_s")}
+                                           for r in res.rows])
             finally:
                 shutil.rmtree(out, ignore_errors=True)
             best[side] = min(best[side], dt)
             point_s = sum(r["wall_s"] for r in res.rows) / len(res.rows)
-            print("  run %d %-10s %7.2f s  (%.2f s of engine per point)" % (rep + 1, side, dt, point_s))
+            cpu = sum(r["cpu_s"] for r in res.rows)
+            print("  run %d %-10s %7.2f s  (%.2f s of engine per point; the points' CPU time / wall time: "
+                  "%.2f cores)" % (rep + 1, side, dt, point_s, cpu / dt))
     same = tables["sequential"] == tables["dask"]
     ratio = best["sequential"] / best["dask"]
     print("best: sequential %.2f s, dask %.2f s, speed-up %.2fx; tables identical: %s; load average after: %s"

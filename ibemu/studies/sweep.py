@@ -212,10 +212,12 @@ def run_point(source: str, overrides: Sequence[str], out_dir: str, window_ms: tu
     scn = load_scenario(source, list(overrides))
     scn.output.plots = plots
     window = None if window_ms is None else (int(window_ms[0] * PS_PER_MS), int(window_ms[1] * PS_PER_MS))
+    cpu0 = time.process_time()
     result = run_virtual(scn, out_dir=out_dir, progress=False, window=window)
     row: Row = dict(headline(result.summary, windowed=window is not None))
     row["events"] = result.events
     row["wall_s"] = round(result.wall_seconds, 4)
+    row["cpu_s"] = round(time.process_time() - cpu0, 4)
     return row
 
 
