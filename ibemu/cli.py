@@ -186,7 +186,70 @@ _finite_float = cli_number(float, "a number", lambda v: None if math.isfinite(v)
 
 def _cmd_reproduce(args) -> int:
     from .studies.registry import main as reproduce_main
-    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full)
+    return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full,
+                          scheduler=args.scheduler, workers=args.workers)
+
+
+def _window(text: str) -> tuple[float, float]:
+    """--window FROM,TO in ms."""
+    parts = text.split(",")
+    try:
+        lo, hi = (float(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected FROM,TO in ms, e.g. 5,20, got %r" % text) from None
+    if not (0 <= lo < hi and math.isfinite(hi)):
+        raise argparse.ArgumentTypeError("expected 0 <= FROM < TO, got %r" % text)
+    return lo, hi
+
+
+def _cmd_sweep(args) -> int:
+    """``ibemu sweep SCENARIO --grid KEY=V1,V2 ...``: the points through Dask, the tables,
+    the aggregate over seeds and a plot (ibemu/studies/sweep.py)."""
+    from .scenario import load_scenario
+    from .studies import sweep as S
+    source = str(_scenario_source(args.scenario))
+    common = list(args.set or [])
+    if args.duration is not None:
+        common.append('scenario.duration="%s"' % args.duration)
+    if not args.grid and not args.zip and args.seeds < 2:
+        raise UserError("nothing to sweep: give --grid KEY=V1,V2,..., --zip KEY=V1,V2,... or --seeds N")
+    base = load_scenario(source, common)
+    points = S.plan(args.grid or [], args.zip or [], seeds=args.seeds, base_seed=base.seed)
+    keys = list(dict.fromkeys(k for p in points for k, _ in p.keys))
+    for k in (args.x, *(args.lines or [])):
+        if k is not None and k not in keys:
+            raise UserError("--x/--lines %s: not a swept key (swept: %s)" % (k, ", ".join(keys) or "none"))
+    out = Path(args.out or "sweeps/%s" % base.name)
+    print("sweep of %s: %d points (%d seeds each) into %s/" % (base.name, len(points), args.seeds, out))
+    result = S.run_sweep(source, points, out, common=common, scheduler=args.scheduler, workers=args.workers,
+                         window_ms=args.window, plots=args.point_plots, progress=False if args.quiet else None)
+    agg = S.write_tables(result, keys, out)
+    if keys and agg:
+        x = args.x or keys[0]
+        lines = args.lines or [k for k in keys if k != x]
+        metric = args.metric
+        if metric is None:
+            names = [m for m in agg[0] if m not in keys and m != "n" and not m.endswith(":ci95")]
+            useful = [m for m in names if not all(math.isnan(r.get(m, math.nan)) for r in agg)]
+            metric = next((m for m in ("victim", *[n for n in useful if n.startswith(("group:", "flow:"))], "jain")
+                           if m in useful), useful[0] if useful else None)
+        if metric is not None:
+            if metric not in agg[0]:
+                raise UserError("--metric %s: not a metric of this sweep (%s)" % (metric, ", ".join(
+                    m for m in agg[0] if m not in keys and not m.endswith(":ci95") and m != "n")))
+            S.plot_sweep(agg, metric, x, lines, out / "sweep.png")
+            print("plot of %s over %s: %s" % (metric, x, out / "sweep.png"))
+    print("%d points: %d ran, %d reused, %d failed in %.1f s; tables %s, %s (aggregate: %s)"
+          % (len(points), result.ran, result.reused, len(result.failed), result.wall_seconds,
+             out / "sweep.csv", out / "sweep.parquet", out / "aggregate.csv"))
+    if result.interrupted:
+        print("ibemu: sweep interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    if result.failed:
+        for p, err in result.failed:
+            print("ibemu: failed point %s: %s" % (p.label(), err), file=sys.stderr)
+        return 1
+    return 0
 
 
 def _cmd_study(args) -> int:
@@ -353,8 +416,42 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list", action="store_true", help="list the reproductions")
     rp.add_argument("--out", help="output folder (default reproductions/)")
     rp.add_argument("--full", action="store_true",
-                    help="the papers' whole sweeps (long) instead of the CI-sized ones")
+                    help="the papers' whole sweeps (long) instead of the CI-sized ones, their runs in "
+                         "parallel on a local Dask cluster (or --scheduler)")
+    rp.add_argument("--scheduler", metavar="local|sync|tcp://HOST:PORT",
+                    help="where a figure's runs go: local: a new local Dask cluster (default with --full); "
+                         "sync: one after another here (default without); tcp://HOST:PORT: a Dask cluster")
+    rp.add_argument("--workers", type=cli_number(int, "a number", lambda v: None if v >= 1 else "must be at least 1"),
+                    metavar="N", help="local cluster: N worker processes (default: cores)")
     rp.set_defaults(func=_cmd_reproduce)
+
+    sw = sub.add_parser("sweep", help="run a scenario over a grid of values and seeds in parallel (Dask)",
+                        epilog="exit status: 0 every point finished; 1 a point failed (the others ran); "
+                               "2 bad input; 130 interrupted (run it again to resume)")
+    sw.add_argument("scenario", help="scenario file (TOML) or a shipped scenario's name")
+    sw.add_argument("--grid", action="append", metavar="KEY=V1,V2,...",
+                    help="sweep a scenario key (as --set) over these values; several --grid: their product")
+    sw.add_argument("--zip", action="append", metavar="KEY=V1,V2,...",
+                    help="keys varied together (their i-th values in one point); one dimension of the product")
+    sw.add_argument("--seeds", type=int, default=1, metavar="N",
+                    help="run each point with N seeds, the scenario's seed and the N-1 after it (default 1)")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a value in every point")
+    sw.add_argument("--duration", help='override scenario.duration in every point, e.g. "5ms"')
+    sw.add_argument("--out", help="the sweep's folder (default sweeps/<scenario name>); "
+                                  "points finished there are not run again")
+    sw.add_argument("--scheduler", default="local", metavar="local|sync|tcp://HOST:PORT",
+                    help="local: a new local Dask cluster (default); sync: one point after another in this "
+                         "process; tcp://HOST:PORT: an existing Dask cluster (the folder must be shared)")
+    sw.add_argument("--workers", type=cli_number(int, "a number", lambda v: None if v >= 1 else "must be at least 1"),
+                    metavar="N", help="local cluster: N worker processes (default: cores)")
+    sw.add_argument("--window", type=_window, metavar="FROM,TO", help="measure the metrics over FROM..TO ms")
+    sw.add_argument("--metric", help="the plotted metric (default: victim, else a group's or flow's throughput)")
+    sw.add_argument("--x", help="the plot's x axis: a swept key (default the first)")
+    sw.add_argument("--lines", action="append", metavar="KEY", help="one line per value of KEY (default: the "
+                                                                    "other swept keys)")
+    sw.add_argument("--point-plots", action="store_true", help="write each point's PNG plots too")
+    sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=_cmd_sweep)
 
     st = sub.add_parser("study", help="run a study on your scenario file (congestion_tree: a hot spot on a fat tree "
                                       "under none, hp, cca, dcms)")

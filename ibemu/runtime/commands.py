@@ -193,6 +193,16 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--pcap", help="write the frames these nodes send to this capture")
     n.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="do not ask for real-time scheduling")
+    m = n.add_argument_group("under MPI (mpiexec -n N ibemu node SCENARIO ...; srun): one emulation over the ranks")
+    m.add_argument("--mpi", action="store_true",
+                   help="run as a rank of an MPI job (the default when an MPI launcher started this process "
+                        "and no --map is given): parts from the placement, addresses through MPI, rank 0 "
+                        "writes --out and --pcap")
+    m.add_argument("--iface", help="--mpi: the network interface whose address the ranks use "
+                                   "(default: loopback on one host, else the address nearest the other ranks')")
+    m.add_argument("--watchdog", type=_watchdog_seconds, default=None, metavar="SECONDS",
+                   help="--mpi: a worker silent this long counts as hung")
+    m.add_argument("--no-plots", action="store_true", help="--mpi: skip the PNG plots")
     n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--part", help=argparse.SUPPRESS)
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
@@ -246,7 +256,46 @@ def cmd_node(args: argparse.Namespace) -> int:
         raise
 
 
+def _node_mpi(args: argparse.Namespace) -> int:
+    """``ibemu node`` as a rank of an MPI job (:mod:`.mpi`): exit 0, 1 when a rank's
+    worker failed (partial results), 2 bad input."""
+    from ..results import format_summary_table
+    from ..results.summary import link_levels
+    from .mpi import run_mpi
+    from .report import format_runtime_line
+    from .workers import WATCHDOG, WallRunError
+    scn = _load(args)
+    if args.no_plots:
+        scn.output.plots = False
+    out = args.out or "runs/%s" % scn.name
+    try:
+        run = run_mpi(scn, out_dir=out, pcap=args.pcap, dilation=args.dilation, port_base=args.port_base,
+                      iface=args.iface, realtime=args.realtime, watchdog=args.watchdog or WATCHDOG)
+    except WallRunError as e:
+        print("ibemu node: %s" % e, file=sys.stderr)
+        return 1
+    if run.rank != 0:
+        return run.status
+    if run.message:
+        print("ibemu node: %s" % run.message, file=sys.stderr)
+    result = run.result
+    if result is not None and result.out_dir is not None:
+        ranks = result.runtime.get("ranks", [])
+        print(format_summary_table(result.summary, link_levels(scn), out))
+        print("MPI, %d ranks, dilation %g: %d events in %.2f s wall; last emulated times %s" % (
+            len(ranks), args.dilation, result.events, result.wall_seconds,
+            ", ".join("rank %d %.3f ms" % (r["rank"], r["last_t_ps"] / 1e9) for r in ranks)))
+        print(format_runtime_line(result.runtime))
+        print("results in %s/" % out)
+        if args.pcap:
+            print(capture_hint(args.pcap))
+    return run.status
+
+
 def _node(args: argparse.Namespace) -> int:
+    from .mpi import under_mpi
+    if args.mpi or (under_mpi() and not args.map and not args.make_map and not args.control):
+        return _node_mpi(args)
     from ..build import build_fabric
     from .addrmap import assign, key_path, link_labels, new_key, read_key, read_map, write_key, write_map
     from .report import format_node_summary

@@ -121,8 +121,13 @@ def departures(rows: list[Row]) -> list[Row]:
 
 
 def main(which: str | None, out_dir: str | Path | None = None, list_only: bool = False,
-         full: bool = False) -> int:
-    """``ibemu reproduce [ID|all]``: exit status 1 when a figure is outside its range."""
+         full: bool = False, scheduler: str | None = None, workers: int | None = None) -> int:
+    """``ibemu reproduce [ID|all]``: exit status 1 when a figure is outside its range.
+
+    *scheduler* (issue 17 Deliver 2): where the runs of a figure's sweep go
+    (:meth:`RunCache.map`): ``"sync"`` one after another here, ``"local"`` a local Dask
+    cluster of *workers* processes (default one per core), or a Dask scheduler's address.
+    Default: ``"local"`` with *full* (the papers' sweeps), ``"sync"`` without."""
     if list_only or not which:
         for r in REPRODUCTIONS:
             print("%-12s %-55s %s" % (r.id, r.title, r.source))
@@ -132,13 +137,20 @@ def main(which: str | None, out_dir: str | Path | None = None, list_only: bool =
     for i in ids:
         if i not in BY_ID:
             raise UserError("unknown reproduction %r (known: %s, all)" % (i, ", ".join(BY_ID)))
+    from .sweep import LOCAL, SYNC, DaskPool
+    scheduler = scheduler or (LOCAL if full else SYNC)
+    pool = None if scheduler == SYNC else DaskPool(scheduler, workers)
     failed = 0
-    cache = RunCache()                       # owned by this invocation
-    for i in ids:
-        rep = BY_ID[i]
-        out = Path(out_dir or "reproductions") / rep.id
-        rows, ok, result = run_reproduction(rep, out_dir=out, full=full, cache=cache)
-        print(format_rows(rep, rows))
-        print("  plots and series in %s/ (%.1f s wall)\n" % (out, result.wall_seconds))
-        failed += not ok
+    cache = RunCache(mapper=None if pool is None else pool.map)      # owned by this invocation
+    try:
+        for i in ids:
+            rep = BY_ID[i]
+            out = Path(out_dir or "reproductions") / rep.id
+            rows, ok, result = run_reproduction(rep, out_dir=out, full=full, cache=cache)
+            print(format_rows(rep, rows))
+            print("  plots and series in %s/ (%.1f s wall)\n" % (out, result.wall_seconds))
+            failed += not ok
+    finally:
+        if pool is not None:
+            pool.close()
     return 1 if failed else 0

@@ -7,26 +7,52 @@ registry can list them without an import circle.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..scenario import Scenario
 
-__all__ = ["Check", "Reproduction", "RunCache", "Runner", "PAPER", "REGRESSION", "OK", "MISMATCH", "DEPARTS",
+__all__ = ["Check", "Reproduction", "RunCache", "Mapper", "Runner", "PAPER", "REGRESSION", "OK", "MISMATCH", "DEPARTS",
            "FIXED"]
 
 T = TypeVar("T")
 
 
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
+"""``mapper(fn, items) -> [fn(x) for x in items]``, possibly in parallel (a Dask pool's
+:meth:`~ibemu.studies.sweep.DaskPool.map`)."""
+
+
 class RunCache:
     """Runs memoised for one study invocation (``ibemu reproduce all`` shares the
     DCMS testbed runs between Figures 3 and 4).  A run is a pure function of its
-    settings, so a key names the study and the settings, e.g. ``("cca", 2048, 75)``."""
+    settings, so a key names the study and the settings, e.g. ``("cca", 2048, 75)``.
 
-    def __init__(self) -> None:
+    A figure's sweep hands its independent runs to :meth:`map` (or :meth:`get_many`):
+    one after another by default, or through *mapper* -- ``ibemu reproduce --full`` sets
+    a Dask pool's map there (issue 17 Deliver 2), so a paper's sweep uses every core or
+    a cluster.  The functions and items must then pickle (module-level functions)."""
+
+    def __init__(self, mapper: Mapper | None = None) -> None:
         self._runs: dict[Hashable, Any] = {}
+        self.mapper = mapper
+
+    def map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
+        """``[fn(x) for x in items]``, through the mapper when there is one."""
+        items = list(items)
+        if self.mapper is None or len(items) < 2:
+            return [fn(x) for x in items]
+        return self.mapper(fn, items)
+
+    def get_many(self, keys: Sequence[Hashable], fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
+        """:meth:`get` for each key, the missing values computed together by
+        ``map(fn, items)`` (``items[i]`` computes ``keys[i]``)."""
+        todo = [i for i, k in enumerate(keys) if k not in self._runs]
+        for i, value in zip(todo, self.map(fn, [items[i] for i in todo])):
+            self._runs[keys[i]] = value
+        return [self._runs[k] for k in keys]
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The value stored under *key*, computed (once) by *compute*."""

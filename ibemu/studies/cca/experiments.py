@@ -14,7 +14,7 @@ from ...units import PS_PER_MS
 from ..reproduction import RunCache
 from .testbed import CONTRIBUTORS, dcms_testbed
 
-__all__ = ["run_case", "VICTIM_WIN", "EARLY_WIN", "AFTER_XY_WIN"]
+__all__ = ["run_case", "run_cases", "run_case_of", "VICTIM_WIN", "EARLY_WIN", "AFTER_XY_WIN"]
 
 VICTIM_WIN = (8.0, 15.0)
 EARLY_WIN = (7.5, 10.0)             # A→D running, X→Y not yet done even when unhindered
@@ -28,6 +28,17 @@ def run_case(marking_rate: int, ccti_timer: int, cache: RunCache | None = None) 
         return _run_case(marking_rate, ccti_timer)
     return cache.get(("cca.run_case", marking_rate, ccti_timer),
                      lambda: _run_case(marking_rate, ccti_timer))
+
+
+def run_cases(cases: list[tuple[int, int]], cache: RunCache) -> list[dict[str, Any]]:
+    """:func:`run_case` of each (marking_rate, ccti_timer), the missing runs together
+    through :meth:`RunCache.get_many` (on Dask under ``ibemu reproduce --full``)."""
+    return cache.get_many([("cca.run_case", mr, tm) for mr, tm in cases], run_case_of, cases)
+
+
+def run_case_of(case: tuple[int, int]) -> dict[str, Any]:
+    """One (marking_rate, ccti_timer) run, unmemoised (module-level: it pickles)."""
+    return _run_case(*case)
 
 
 def _run_case(marking_rate: int, ccti_timer: int) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ..reproduction import Check, Reproduction, RunCache
-from .experiments import run_case
+from .experiments import run_cases
 from .testbed import CONTRIBUTORS
 
 __all__ = ["REPRODUCTIONS"]
@@ -50,7 +50,7 @@ __all__ = ["REPRODUCTIONS"]
 
 def _fig3(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]:
     cases = [(0, 75), (0, 300), (2048, 75)]
-    res = {c: run_case(*c, cache=cache) for c in cases}
+    res = dict(zip(cases, run_cases(cases, cache)))
     if out_dir is not None:
         from matplotlib.figure import Figure
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,8 @@ def _fig3(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]
 def _fig4(out_dir: Path | None, full: bool, cache: RunCache) -> dict[str, float]:
     rates = (0, 8, 16, 32, 64, 128, 2048) if full else (0, 64, 2048)
     timers = (75, 150, 300) if full else (75, 300)
-    res = {(mr, tm): run_case(mr, tm, cache=cache) for tm in timers for mr in rates}
+    cases = [(mr, tm) for tm in timers for mr in rates]
+    res = dict(zip(cases, run_cases(cases, cache)))
     if out_dir is not None:
         from matplotlib.figure import Figure
         Path(out_dir).mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,16 @@ if TYPE_CHECKING:
 
 PACKET_US = 2048 / 1e3          # seed 003 Fig. 6 example: 2048-byte packets on 1 GB/s links
 
+Spec = tuple[Any, float, float, dict[str, tuple[float, float]] | None]
+"""One run of a figure's sweep: (scenario, window from ms, window to ms, extra windows)."""
+
+
+def measure_spec(spec: Spec) -> Values:
+    """:func:`.experiments.measure` of one :data:`Spec` (a module-level function, so that
+    :meth:`RunCache.map` can hand the runs of a sweep to Dask's workers)."""
+    scn, t_from, t_to, extra = spec
+    return measure(scn, t_from, t_to, extra_windows=extra)
+
 
 def _figure(w: float = 6.4, h: float = 4.0) -> Figure:
     from matplotlib.figure import Figure  # only when plotting: matplotlib is slow to import
@@ -79,9 +89,10 @@ def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     d = 100.0 if full else 60.0
     vic = (0.4 * d, 0.6 * d)
     values, rows = {}, {}
-    for name, hp in FIG4_POLICIES.items():
-        scn = fig1(10, 10, 4, d, victim=vic, hp={"response": "lipd", **hp}, name="fig4-" + name)
-        m = measure(scn, 0.2 * d, d, extra_windows={"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
+    specs: list[Spec] = [(fig1(10, 10, 4, d, victim=vic, hp={"response": "lipd", **hp}, name="fig4-" + name),
+                          0.2 * d, d, {"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
+                         for name, hp in FIG4_POLICIES.items()]
+    for name, m in zip(FIG4_POLICIES, cache.map(measure_spec, specs)):
         rows[name] = {"root": m["root"], "local": m["local"], "remote": m["remote"], "victim": m["v:victim"]}
         values[name + ":root"] = m["root"]
         values[name + ":local share"] = m["local"] / m["root"] if m["root"] else 0.0
@@ -146,10 +157,10 @@ def run_fig7(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         runs = [(fn, rates, 4, 20.0) for fn in ("lipd", "fimd") for rates in ("discrete", "continuous")]
         runs += [("lipd", "discrete", 2, 60.0), ("aimd", "discrete", 2, 60.0)]
     values, table = {}, {}
-    for fn, rates, b, d in runs:
-        scn = fig1(10, 10, b, d, victim="all", hp={"response": fn, "rates": rates},
-                   name="fig7-%s-%s-%d" % (fn, rates, b))
-        m = measure(scn, d / 5 if full else d / 3, d)
+    specs: list[Spec] = [(fig1(10, 10, b, d, victim="all", hp={"response": fn, "rates": rates},
+                               name="fig7-%s-%s-%d" % (fn, rates, b)), d / 5 if full else d / 3, d, None)
+                         for fn, rates, b, d in runs]
+    for (fn, rates, b, _d), m in zip(runs, cache.map(measure_spec, specs)):
         table[(fn, rates, b)] = m
         for k in ("root", "inter", "victim"):
             values["%s %s b%d:%s" % (fn, rates, b, k)] = m[k]
@@ -200,11 +211,13 @@ def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     runs = [(thr, b) for thr in thresholds for b in buffers]
     if not full:
         runs.append((6, 8))                 # the text's threshold 6 at one buffer size
+    specs: list[Spec] = []
     for thr, b in runs:
         hp: dict[str, Any] = {"response": "lipd"}
         if thr:
             hp.update(marking="input-output", output_threshold=thr)
-        m = measure(fig1(10, 10, b, d, victim="all", hp=hp, name="fig5-%s-%d" % (thr, b)), t0, d)
+        specs.append((fig1(10, 10, b, d, victim="all", hp=hp, name="fig5-%s-%d" % (thr, b)), t0, d, None))
+    for (thr, b), m in zip(runs, cache.map(measure_spec, specs)):
         table[(thr, b)] = m
         tag = "thr %s b%d" % (thr or "none", b)
         values[tag + ":root"] = m["root"]
@@ -242,17 +255,16 @@ def run_fig8a(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     falling: reset static 0.11 at 20 ms, 0.06 at 60 ms)."""
     ons = (10, 30, 100, 300, 1000, 3000, 10000, 30000) if full else (10,)
     values, table = {}, {}
-    for on in ons:
-        d = max(500.0, 40 * on / 1000) if full else 60.0
-        for pers in (False, True):
-            scn = fig1(10, 10, 4, d, victim="all", hp={"response": "lipd", "persistent": pers},
-                       dynamic="half", mean_on_us=on, name="fig8a-%g-%s" % (on, pers))
-            m = measure(scn, d / 5, d)
-            table[(on, pers)] = m
-            tag = "on %gus %s" % (on, "persistent" if pers else "reset")
-            values[tag + ":dynamic"] = m["dynamic"]
-            values[tag + ":static"] = m["static"]
-            values[tag + ":dynamic/static"] = m["dynamic"] / m["static"] if m["static"] else float("inf")
+    runs = [(on, pers, max(500.0, 40 * on / 1000) if full else 60.0) for on in ons for pers in (False, True)]
+    specs: list[Spec] = [(fig1(10, 10, 4, d, victim="all", hp={"response": "lipd", "persistent": pers},
+                               dynamic="half", mean_on_us=on, name="fig8a-%g-%s" % (on, pers)), d / 5, d, None)
+                         for on, pers, d in runs]
+    for (on, pers, _d), m in zip(runs, cache.map(measure_spec, specs)):
+        table[(on, pers)] = m
+        tag = "on %gus %s" % (on, "persistent" if pers else "reset")
+        values[tag + ":dynamic"] = m["dynamic"]
+        values[tag + ":static"] = m["static"]
+        values[tag + ":dynamic/static"] = m["dynamic"] / m["static"] if m["static"] else float("inf")
     if out_dir is not None:
         fig = _figure()
         ax = fig.add_subplot()
@@ -279,15 +291,16 @@ def run_fig8b(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     (30 ms)."""
     ons = (10, 30, 100, 300, 500, 1000, 3000, 10000, 30000) if full else (10, 500)
     values, table = {}, {}
+    runs = [(on, fn, max(500.0, 40 * on / 1000) if full else (20.0 if on < 100 else 30.0))
+            for on in ons for fn in ("fimd", "lipd", "aimd")]
+    specs: list[Spec] = [(fig1(10, 10, 4, d, victim="all", hp={"response": fn, "persistent": True},
+                               dynamic="all", mean_on_us=on, name="fig8b-%g-%s" % (on, fn)), d / 5, d, None)
+                         for on, fn, d in runs]
+    for (on, fn, _d), m in zip(runs, cache.map(measure_spec, specs)):
+        table[(on, fn)] = m
+        values["on %gus %s:root" % (on, fn)] = m["root"]
+        values["on %gus %s:inter" % (on, fn)] = m["inter"]
     for on in ons:
-        d = max(500.0, 40 * on / 1000) if full else (20.0 if on < 100 else 30.0)
-        for fn in ("fimd", "lipd", "aimd"):
-            scn = fig1(10, 10, 4, d, victim="all", hp={"response": fn, "persistent": True},
-                       dynamic="all", mean_on_us=on, name="fig8b-%g-%s" % (on, fn))
-            m = measure(scn, d / 5, d)
-            table[(on, fn)] = m
-            values["on %gus %s:root" % (on, fn)] = m["root"]
-            values["on %gus %s:inter" % (on, fn)] = m["inter"]
         best = max(table[(on, f)]["root"] for f in ("fimd", "lipd"))
         values["on %gus:aimd below best" % on] = best - table[(on, "aimd")]["root"]
         values["on %gus:fimd - lipd" % on] = table[(on, "fimd")]["root"] - table[(on, "lipd")]["root"]
@@ -326,14 +339,15 @@ def run_compare(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     d = 100.0 if full else 20.0
     vic = (0.4 * d, 0.6 * d)
     values, rows = {}, {}
-    for R in (1, 5):
-        for name, kw in COMPARE.items():
-            scn = fig1(5, R, 4, d, victim=vic, name="compare-R%d-%s" % (R, name.replace(" ", "_")), **kw)
-            m = measure(scn, 0.2 * d, d, extra_windows={"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
-            row = rows["R=%d %s" % (R, name)] = {"victim": m["v:victim"], "root": m["root"],
-                                                 "inter": m["v:inter"], "fairness": m["jain"]}
-            for k, v in row.items():
-                values["R=%d %s:%s" % (R, name, k)] = v
+    runs = [(R, name) for R in (1, 5) for name in COMPARE]
+    specs: list[Spec] = [(fig1(5, R, 4, d, victim=vic, name="compare-R%d-%s" % (R, name.replace(" ", "_")),
+                               **COMPARE[name]), 0.2 * d, d, {"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
+                         for R, name in runs]
+    for (R, name), m in zip(runs, cache.map(measure_spec, specs)):
+        row = rows["R=%d %s" % (R, name)] = {"victim": m["v:victim"], "root": m["root"],
+                                             "inter": m["v:inter"], "fairness": m["jain"]}
+        for k, v in row.items():
+            values["R=%d %s:%s" % (R, name, k)] = v
     if out_dir is not None:
         _bars(out_dir, "compare", "Fig. 1 scenario, L=5, R=1 (Fig. 2) and R=5 (Fig. 3): victim, root, "
               "inter-switch, Jain's index", rows, ["victim", "root", "inter", "fairness"])

@@ -1,0 +1,358 @@
+"""``mpiexec -n N ibemu node SCENARIO``: one wall-clock emulation across the hosts of an
+MPI job (issue 17 Deliver 3).  MPI is only the launcher and the rendezvous; the frames
+still travel as the runtime's UDP datagrams (:mod:`.delivery`).
+
+Every rank (mpi4py's ``COMM_WORLD``) does what the local controller
+(:mod:`.controller`) does for its one part:
+
+1. loads the scenario (the same file and overrides on every host), builds the fabric and
+   takes part *rank* of :func:`.partition.partition` into *size* parts;
+2. finds its host's address (:func:`local_address`: ``--iface``, else loopback when every
+   rank sees the same addresses, else its address nearest the other ranks'); the ranks
+   ``allgather`` them with their port counts, the first rank on each address picks a
+   free block of UDP ports there, and every rank builds the same address map
+   (``"node:port" -> "host:udp"``); rank 0's run secret is broadcast;
+3. starts its worker process (``ibemu node --control``, :mod:`.workers`, as the local
+   controller does) and waits until it has bound its sockets; the ranks then meet on an
+   ``allgather`` of their readiness (the start barrier) and each starts its worker
+   :data:`START_DELAY` after it on its own clock, so no agreed Unix time (and no clock
+   synchronisation between hosts) is needed;
+4. watches its worker (death, the heartbeat watchdog) and the other ranks: a rank whose
+   worker fails tells every other rank (a message with tag :data:`TAG_FAILED`), and
+   each stops its worker, which writes what it recorded;
+5. sends rank 0 its part, its capture part and its last emulated time (``gather``);
+   rank 0 merges them (:func:`.collect.collect`) into one output folder and one capture,
+   as a local run does, with the ranks' last emulated times in ``runtime.ranks``.
+
+A rank whose worker dies ends the job with a message naming the rank, its host, its
+nodes and the worker's exit status, and partial outputs (``"completed": false``, exit
+status 1 from every rank).  A rank process that is itself killed is the MPI launcher's
+business: mpiexec (or srun) ends the whole job and says which rank died.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_batch, prepare_outputs
+from ..build import build_fabric
+from ..errors import UserError
+from ..scenario import Scenario
+from ..wire.shim import DEFAULT_PORT_BASE
+from . import DEFAULT_DILATION
+from .addrmap import new_key, port_keys, write_map
+from .collect import Outcome, WallResult, collect
+from .handover import SCENARIO_FILE, write_scenario
+from .merge import read_part
+from .partition import partition
+from .sockets import free_port_block
+from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
+
+__all__ = ["run_mpi", "under_mpi", "local_address", "interface_addresses", "RankPart", "TAG_FAILED",
+           "START_DELAY", "MpiRun"]
+
+TAG_FAILED = 17
+"""The tag of "my worker failed" messages between ranks."""
+START_DELAY = 0.5
+"""Wall seconds from the start barrier to the start of the emulation on every rank."""
+LAUNCHER_ENV = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALRANKID")
+"""Variables an MPI launcher (MPICH's hydra, Open MPI, PMIx, srun --mpi=pmi2/pmix) sets
+in the environment of the ranks it starts: ``ibemu node`` under one runs as a rank."""
+
+
+def under_mpi(environ: dict[str, str] | None = None) -> bool:
+    """Whether this process was started by an MPI launcher (:data:`LAUNCHER_ENV`)."""
+    env = os.environ if environ is None else environ
+    return any(k in env for k in LAUNCHER_ENV)
+
+
+def _comm() -> Any:
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise UserError("node --mpi needs mpi4py and an MPI library: pip install 'ibemu[mpi]'") from None
+    return MPI.COMM_WORLD
+
+
+# ---------------------------------------------------------------- addresses
+def interface_addresses() -> dict[str, str]:
+    """``{interface: IPv4 address}`` of this host's (this network namespace's)
+    interfaces that have one (Linux: SIOCGIFADDR)."""
+    out: dict[str, str] = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))   # SIOCGIFADDR
+            except OSError:
+                continue
+            out[name] = socket.inet_ntoa(raw[20:24])
+    return out
+
+
+def _common_bits(a: str, b: str) -> int:
+    x = struct.unpack("!I", socket.inet_aton(a))[0] ^ struct.unpack("!I", socket.inet_aton(b))[0]
+    return 32 - x.bit_length()
+
+
+def local_address(mine: dict[str, str], everyone: Sequence[dict[str, str]], iface: str | None = None) -> str:
+    """The address this rank's nodes use.  *mine*: this rank's
+    :func:`interface_addresses`; *everyone*: every rank's.  *iface*: that interface's
+    address.  Else 127.0.0.1 when every rank sees the same addresses (one host), else
+    this rank's non-loopback address sharing the most leading bits with another
+    rank's (the network they share)."""
+    if iface:
+        if iface not in mine:
+            raise UserError("--iface %s: no IPv4 address on this host (interfaces: %s)"
+                            % (iface, ", ".join(sorted(mine)) or "none"))
+        return mine[iface]
+    own = sorted({a for a in mine.values() if not a.startswith("127.")})
+    if all(sorted(set(e.values())) == sorted(set(mine.values())) for e in everyone):
+        return "127.0.0.1"
+    others = {a for e in everyone if sorted(set(e.values())) != sorted(set(mine.values()))
+              for a in e.values() if not a.startswith("127.")}
+    if not own or not others:
+        raise UserError("this host has no address the other ranks can reach; give --iface")
+    return max(own, key=lambda a: (max(_common_bits(a, o) for o in others), a))
+
+
+# ---------------------------------------------------------------- one rank
+@dataclass
+class RankPart:
+    """What rank 0 knows of a rank at the end, in the shape :func:`.collect.collect`
+    reads a :class:`~.workers.Worker` (index, nodes, data, part, pcap, label, error)."""
+    index: int
+    nodes: list[str]
+    host: str
+    pid: int
+    data: dict[str, Any] | None
+    part: Path
+    pcap: Path | None
+    t: int = 0
+    error: str = ""
+
+    def label(self) -> str:
+        names = ", ".join(self.nodes[:6]) + (", ..." if len(self.nodes) > 6 else "")
+        return "rank %d (host %s, worker pid %d; nodes %s)" % (self.index, self.host, self.pid, names)
+
+    def error_text(self) -> str:
+        return self.error
+
+
+@dataclass
+class MpiRun:
+    """What :func:`run_mpi` returns on every rank: the exit status, and on rank 0 the
+    merged result."""
+    status: int
+    rank: int
+    result: WallResult | None = None
+    message: str = ""
+
+
+def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool) -> list[str]:
+    args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
+            "--parent", str(os.getpid())]
+    return args if realtime else [*args, "--no-realtime"]
+
+
+def _plan_addresses(comm: Any, fabric: Any, groups: list[list[str]], iface: str | None,
+                    port_base: int) -> tuple[dict[tuple[str, int], tuple[str, int]], list[str]]:
+    """The address map every rank agrees on, and each rank's host address."""
+    rank = comm.Get_rank()
+    mine = interface_addresses()
+    everyone = comm.allgather(mine)
+    err = ""
+    try:
+        host = local_address(mine, everyone, iface)
+    except UserError as e:
+        host, err = "", str(e)
+    keys = port_keys(fabric)
+    own = [k for k in keys if k[0] in set(groups[rank])]
+    hosts = comm.allgather((host, len(own), err))
+    bad = [(r, e) for r, (_, _, e) in enumerate(hosts) if e]
+    if bad:
+        raise UserError("rank %d: %s" % bad[0])
+    first = {}
+    for r, (h, _, _) in enumerate(hosts):
+        first.setdefault(h, r)
+    base = None
+    if first[host] == rank:                         # the first rank on this address picks the block
+        total = sum(n for h, n, _ in hosts if h == host)
+        try:
+            base = free_port_block(host, max(1, total), port_base)
+        except UserError as e:
+            err = str(e)
+    bases = comm.allgather((base, err))
+    bad = [(r, e) for r, (_, e) in enumerate(bases) if e]
+    if bad:
+        raise UserError("rank %d: %s" % bad[0])
+    amap: dict[tuple[str, int], tuple[str, int]] = {}
+    next_port = {h: bases[r][0] for h, r in first.items()}
+    for r, group in enumerate(groups):
+        h = hosts[r][0]
+        names = set(group)
+        for k in keys:
+            if k[0] in names:
+                amap[k] = (h, next_port[h])
+                next_port[h] += 1
+    return amap, [h for h, _, _ in hosts]
+
+
+def _wait(comm: Any, pool: WorkerPool, watch: float) -> tuple[Worker | None, str]:
+    """Pump the worker until it is done, it fails or another rank reports a failure;
+    (our failed worker, another rank's failure text)."""
+    from mpi4py import MPI
+    status = MPI.Status()
+    while True:
+        failed = pool.pump(watch)
+        if failed is not None:
+            return failed, ""
+        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_FAILED, status=status):
+            text = comm.recv(source=status.Get_source(), tag=TAG_FAILED)
+            return None, str(text)
+        if all(w.done for w in pool.workers):
+            return None, ""
+
+
+def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Path | None = None,
+            dilation: float = DEFAULT_DILATION, port_base: int = DEFAULT_PORT_BASE, iface: str | None = None,
+            realtime: bool = True, watchdog: float = WATCHDOG, window: tuple[int, int] | None = None,
+            announce: bool = True) -> MpiRun:
+    """Run *scn* in real time over the ranks of ``MPI.COMM_WORLD``, one part per rank
+    (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*."""
+    comm = _comm()
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if rank == 0:
+        prepare_outputs(out_dir, pcap)
+    fabric = build_fabric(scn)
+    groups = [g for g in partition(fabric, size) if g]
+    if len(groups) < size:
+        raise UserError("%d ranks but %s has only %d parts to run (at most one rank per part): use mpiexec -n %d"
+                        % (size, scn.name, len(groups), len(groups)))
+    amap, hosts = _plan_addresses(comm, fabric, groups, iface, port_base)
+    key = comm.bcast(new_key() if rank == 0 else None, root=0)
+
+    out = Path(out_dir) if out_dir is not None else None
+    if rank == 0 and out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="ibemu-mpi%d-" % rank))
+    mapfile, scnfile = workdir / "addresses.toml", workdir / SCENARIO_FILE
+    write_map(mapfile, amap)
+    write_scenario(scnfile, scn)
+    args = _worker_args(scnfile, mapfile, dilation, realtime)
+    other_error = ""
+    t_wall = time.perf_counter()
+    with WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
+        pool.spawn([groups[rank]])
+        worker = pool.workers[0]
+        worker.send(cmd="key", key=key.hex())
+        failed = _wait_ready(pool)
+        ready = "" if failed is None else "%s %s" % (
+            RankPart(rank, groups[rank], hosts[rank], failed.proc.pid, None, failed.part, failed.pcap).label(),
+            failed.error_text())
+        states = comm.allgather(ready)               # the start barrier: every rank calls it once
+        other_error = next((t for r, t in enumerate(states) if t and r != rank), "")
+        if failed is None and not other_error:       # every rank ready: start together
+            pool.start(time.time() + START_DELAY)
+            if rank == 0 and announce:
+                print("ibemu: %d ranks on %s (worker pids %s here) running %g ms of emulated time at "
+                      "dilation %g: about %.1f s" % (size, ", ".join(sorted(set(hosts))),
+                                                       worker.proc.pid, scn.duration / 1e9, dilation,
+                                                       scn.duration * dilation / 1e12),
+                      file=sys.stderr, flush=True)
+            failed, other_error = _wait(comm, pool, 0.1)
+        error = ""
+        if failed is not None:
+            error = failed.error_text()
+            said = states[rank] or "%s %s" % (RankPart(rank, groups[rank], hosts[rank], failed.proc.pid, None,
+                                                       failed.part, failed.pcap).label(), error)
+            print("ibemu: %s; stopping the other ranks" % said, file=sys.stderr, flush=True)
+            for r in range(size):                    # tell the others: they stop and keep what they have
+                if r != rank and not states[rank]:   # (before the start, the barrier told them)
+                    comm.send(said, dest=r, tag=TAG_FAILED)
+        pool.stop(STOP_GRACE)
+    wall = time.perf_counter() - t_wall
+    data = worker.data or read_part(worker.part)
+    cap = worker.pcap.read_bytes() if worker.pcap is not None and worker.pcap.exists() else None
+    last_t = int(data["runtime"].get("emulated_ps", worker.t)) if data and data.get("runtime") else worker.t
+    times = comm.allgather(last_t)                   # the ranks' last emulated times, known to all
+    mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
+            "pcap": cap, "t": times[rank], "error": error}
+    everything = comm.gather(mine, root=0)
+    _drain(comm)
+    status = 1 if comm.allreduce(1 if (error or other_error) else 0) else 0
+    if rank != 0:
+        return MpiRun(status, rank)
+    return _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base)
+
+
+def _wait_ready(pool: WorkerPool) -> Worker | None:
+    """Wait until the worker has bound its sockets; the worker, when it failed instead."""
+    from .workers import READY_TIMEOUT, WallRunError
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not all(w.ready for w in pool.workers):
+        failed = pool.pump(0.05)
+        if failed is not None:
+            return failed
+        if time.monotonic() > deadline:
+            raise WallRunError("the worker did not start within %.0f s" % READY_TIMEOUT)
+    return None
+
+
+def _drain(comm: Any) -> None:
+    """Receive the failure messages nobody read (a rank that had finished)."""
+    from mpi4py import MPI
+    comm.Barrier()
+    status = MPI.Status()
+    while comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_FAILED, status=status):
+        comm.recv(source=status.Get_source(), tag=TAG_FAILED)
+
+
+def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdir: Path, out: Path | None,
+            pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
+            port_base: int) -> MpiRun:
+    """Rank 0: the ranks' parts merged into one result, output folder and capture."""
+    parts: list[RankPart] = []
+    for m in everything:
+        cap_path = None
+        if m["pcap"] is not None:
+            cap_path = workdir / ("rank%d.pcap" % m["rank"])
+            cap_path.write_bytes(m["pcap"])
+        parts.append(RankPart(m["rank"], m["nodes"], m["host"], m["pid"], m["data"],
+                              workdir / ("rank%d.json" % m["rank"]), cap_path, m["t"], m["error"]))
+    failed = next((p for p in parts if p.error), None)
+    outcome = Outcome(parts, wall, False, failed)     # type: ignore[arg-type]   # RankPart reads as a Worker
+    recorded = any(p.data is not None for p in parts)
+    with atomic_batch():
+        result = collect(scn, fabric, outcome, dilation=dilation, port_base=port_base, pcap=pcap if recorded else None,
+                         window=window, out=out if recorded else None)
+    result.runtime["ranks"] = [{"rank": p.index, "host": p.host, "nodes": p.nodes, "last_t_ps": p.t,
+                                "completed": bool(p.data and p.data.get("completed"))} for p in parts]
+    if out is not None and recorded:
+        _add_ranks(out, result.runtime["ranks"])
+    import shutil
+    shutil.rmtree(workdir, ignore_errors=True)
+    if failed is not None:
+        where = " ; partial results in %s/" % out if out is not None and recorded else ""
+        return MpiRun(1, 0, result, "%s %s%s" % (failed.label(), failed.error, where))
+    return MpiRun(0, 0, result)
+
+
+def _add_ranks(out: Path, ranks: list[dict[str, Any]]) -> None:
+    """results.json's ``extra.runtime.ranks``: each rank's host, nodes and last emulated time."""
+    import json
+
+    from ..atomic import atomic_write_text
+    path = out / "results.json"
+    res = json.loads(path.read_text(encoding="utf-8"))
+    res["extra"]["runtime"]["ranks"] = ranks
+    res["extra"]["mpi_ranks"] = len(ranks)
+    atomic_write_text(path, json.dumps(res, indent=1))

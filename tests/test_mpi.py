@@ -1,0 +1,197 @@
+"""``mpiexec -n 2 ibemu node SCENARIO`` (issue 17 Deliver 3): one wall-clock emulation over
+the ranks of an MPI job, against the virtual clock with the tolerances of
+tests/test_runtime_wall.py; across two network namespaces joined by a veth pair; a rank
+whose worker dies.
+
+mpi4py and the MPICH wheel (mpiexec) come with the test extra; without mpiexec the tests
+skip, unless IBEMU_REQUIRE_MPI=1 (CI, .ci/run).  The namespace test needs root and
+iproute2; it skips without them, unless IBEMU_REQUIRE_NETNS=1 (CI)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ibemu.capture.erf import read_erf_pcap
+from ibemu.errors import UserError
+from ibemu.run import run_virtual
+from ibemu.runtime.mpi import interface_addresses, local_address, under_mpi
+from ibemu.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = str(ROOT / "scenarios" / "quickstart.toml")
+
+
+@pytest.fixture(scope="module")
+def mpiexec() -> str:
+    path = shutil.which("mpiexec")
+    if not path:
+        if os.environ.get("IBEMU_REQUIRE_MPI") == "1":
+            pytest.fail("mpiexec is required here (IBEMU_REQUIRE_MPI=1): pip install '.[mpi]'")
+        pytest.skip("no mpiexec (pip install 'ibemu[mpi]')")
+    return path
+
+
+def _run(cmd, timeout=90):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _node_args(out, pcap=None, duration="1ms", dilation="500"):
+    args = [sys.executable, "-m", "ibemu", "node", QUICK, "--duration", duration, "--dilation", dilation,
+            "--out", str(out), "--no-plots"]
+    return args + (["--pcap", str(pcap)] if pcap else [])
+
+
+def _check_against_virtual(out: Path, pcap: Path, tmp_path: Path) -> dict:
+    """The MPI run's output folder against the virtual clock's, with the bands of
+    tests/test_runtime_wall.py (the bottleneck and the total tight, each flow wide)."""
+    res = json.loads((out / "results.json").read_text())
+    extra = res["extra"]
+    assert extra["clock"] == "wall" and extra["completed"] is True and extra["mpi_ranks"] == 2
+    assert extra["runtime"]["datagrams_lost"] == 0
+    virtual = tmp_path / "virtual"
+    v = run_virtual(load_scenario(QUICK, ['scenario.duration="1ms"']), out_dir=virtual)
+    assert {f.name for f in out.iterdir()} == {f.name for f in virtual.iterdir() if f.suffix != ".png"}
+    s, vs = res["summary"], v.summary
+    assert s["links"]["bottleneck"]["data_utilization"] == pytest.approx(
+        vs["links"]["bottleneck"]["data_utilization"], abs=0.05)
+    total = sum(f["normalized"] for f in s["flows"].values())
+    total_v = sum(f["normalized"] for f in vs["flows"].values())
+    assert total / total_v == pytest.approx(1.0, abs=0.05)
+    for name in ("f1", "f2"):
+        assert s["flows"][name]["normalized"] / vs["flows"][name]["normalized"] == pytest.approx(1.0, abs=0.25)
+    ranks = extra["runtime"]["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert all(r["completed"] and r["last_t_ps"] == 10**9 for r in ranks)       # 1 ms emulated, each
+    assert sorted(n for r in ranks for n in r["nodes"]) == ["H1", "H2", "H3", "S"]
+    frames = list(read_erf_pcap(pcap))
+    assert [t for t, _, _ in frames] == sorted(t for t, _, _ in frames)
+    assert len(frames) == extra["pcap_frames"] == extra["runtime"]["datagrams_sent"]
+    return extra
+
+
+def test_address_choice():
+    one = {"lo": "127.0.0.1", "eth0": "10.1.2.3"}
+    assert local_address(one, [one, dict(one)]) == "127.0.0.1"          # one host: loopback
+    a = {"lo": "127.0.0.1", "eth0": "192.0.2.7", "ib0": "10.9.0.1"}
+    b = {"lo": "127.0.0.1", "eth0": "198.51.100.9", "ib0": "10.9.0.2"}
+    assert local_address(a, [a, b]) == "10.9.0.1"                       # the network they share
+    assert local_address(b, [a, b]) == "10.9.0.2"
+    assert local_address(a, [a, b], iface="eth0") == "192.0.2.7"
+    with pytest.raises(UserError, match="--iface wlan9"):
+        local_address(a, [a, b], iface="wlan9")
+    assert interface_addresses().get("lo") == "127.0.0.1"
+    assert under_mpi({"PMI_RANK": "0"}) and under_mpi({"OMPI_COMM_WORLD_SIZE": "2"}) and not under_mpi({})
+
+
+def test_mpiexec_two_ranks_deliver_what_the_local_run_delivers(mpiexec, tmp_path):
+    out, pcap = tmp_path / "mpi", tmp_path / "mpi.pcap"
+    p = _run([mpiexec, "-n", "2", *_node_args(out, pcap)])
+    assert p.returncode == 0, p.stderr
+    assert "2 ranks on 127.0.0.1" in p.stderr
+    extra = _check_against_virtual(out, pcap, tmp_path)
+    assert {r["host"] for r in extra["runtime"]["ranks"]} == {"127.0.0.1"}
+    assert "last emulated times rank 0 1.000 ms, rank 1 1.000 ms" in p.stdout
+
+
+def test_more_ranks_than_parts_is_one_line(mpiexec, tmp_path):
+    p = _run([mpiexec, "-n", "5", *_node_args(tmp_path / "x")])
+    assert p.returncode != 0
+    assert "5 ranks but quickstart has only" in p.stderr and "Traceback" not in p.stderr
+
+
+def _worker_of_rank(rank: int) -> int | None:
+    """The pid of the worker process rank *rank* started (its files are in ibemu-mpi<rank>-*)."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--control" in cmd and any(b"/ibemu-mpi%d-" % rank in c for c in cmd):
+            return int(d.name)
+    return None
+
+
+def test_a_rank_whose_worker_dies_ends_the_job_with_partial_results(mpiexec, tmp_path):
+    out = tmp_path / "mpi"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([mpiexec, "-n", "2", *_node_args(out, duration="2ms", dilation="5000")], cwd=ROOT,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()              # rank 0: "2 ranks on ... running": the workers started
+        assert "2 ranks on" in line, line + p.stderr.read()
+        time.sleep(0.7)
+        victim = _worker_of_rank(1)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1, stderr
+    assert "rank 1 (host 127.0.0.1, worker pid %d" % victim in stderr and "SIGKILL" in stderr
+    assert "partial results in %s/" % out in stderr
+    res = json.loads((out / "results.json").read_text())
+    assert res["extra"]["completed"] is False and "SIGKILL" in res["extra"]["error"]
+    assert res["summary"]["flows"]["f1"]["tx_packets"] > 0        # what rank 0's worker recorded is kept
+    assert _worker_of_rank(0) is None and _worker_of_rank(1) is None     # no worker left behind
+
+
+@pytest.fixture
+def two_namespaces(tmp_path):
+    """Two network namespaces joined by a veth pair (10.217.N.1/24 and .2/24), and a
+    launcher script for mpiexec (hydra) that runs a rank's proxy in the namespace named
+    as its host."""
+    why = None
+    if os.geteuid() != 0:
+        why = "not root"
+    elif not shutil.which("ip"):
+        why = "no ip (iproute2)"
+    tag = "%d" % (os.getpid() % 200 + 20)
+    a, b = "ibemu%sa" % tag, "ibemu%sb" % tag
+    cmds = [["ip", "netns", "add", a], ["ip", "netns", "add", b],
+            ["ip", "link", "add", "ib%sva" % tag, "type", "veth", "peer", "name", "ib%svb" % tag],
+            ["ip", "link", "set", "ib%sva" % tag, "netns", a], ["ip", "link", "set", "ib%svb" % tag, "netns", b],
+            ["ip", "-n", a, "addr", "add", "10.217.%s.1/24" % tag, "dev", "ib%sva" % tag],
+            ["ip", "-n", b, "addr", "add", "10.217.%s.2/24" % tag, "dev", "ib%svb" % tag]]
+    cmds += [["ip", "-n", ns, "link", "set", dev, "up"] for ns, dev in ((a, "ib%sva" % tag), (b, "ib%svb" % tag),
+                                                                        (a, "lo"), (b, "lo"))]
+    if why is None:
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True)
+            if r.returncode != 0:
+                why = "%s: %s" % (" ".join(c), r.stderr.strip())
+                break
+    try:
+        if why is not None:
+            if os.environ.get("IBEMU_REQUIRE_NETNS") == "1":
+                pytest.fail("network namespaces are required here (IBEMU_REQUIRE_NETNS=1): %s" % why)
+            pytest.skip("cannot make network namespaces: %s" % why)
+        launcher = tmp_path / "netns-exec"
+        launcher.write_text('#!/bin/sh\n# hydra calls it as ssh: [-x ...] HOST COMMAND...\n'
+                            'while [ "${1#-}" != "$1" ]; do shift; done\n'
+                            'host=$1; shift\nexec ip netns exec "$host" sh -c "$*"\n')
+        launcher.chmod(0o755)
+        yield a, b, "ib%sva" % tag, "10.217.%s" % tag, launcher
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_mpiexec_across_two_network_namespaces_joined_by_a_veth_pair(mpiexec, two_namespaces, tmp_path):
+    a, b, iface_a, net, launcher = two_namespaces
+    out, pcap = tmp_path / "mpi", tmp_path / "mpi.pcap"
+    p = _run(["ip", "netns", "exec", a, mpiexec, "-launcher", "ssh", "-launcher-exec", str(launcher),
+              "-hosts", "%s,%s" % (a, b), "-iface", iface_a, "-n", "2", *_node_args(out, pcap)])
+    assert p.returncode == 0, p.stderr
+    extra = _check_against_virtual(out, pcap, tmp_path)
+    assert [r["host"] for r in extra["runtime"]["ranks"]] == [net + ".1", net + ".2"]    # over the veth
+    print(p.stdout)
