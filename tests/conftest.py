@@ -3,11 +3,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from ibemu.testing import check_every_run
+
+# The tools installed beside this Python (a venv's bin/: ibemu, mpiexec and its hydra
+# proxy from the MPICH wheel) come first on PATH for the tests' subprocesses, as when the
+# venv is activated: the README's test command runs .venv/bin/python without activating it.
+_BIN = os.path.dirname(sys.executable)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 
 
 @pytest.fixture(scope="session", autouse=True)

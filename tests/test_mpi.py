@@ -29,7 +29,9 @@ QUICK = str(ROOT / "scenarios" / "quickstart.toml")
 
 @pytest.fixture(scope="module")
 def mpiexec() -> str:
-    path = shutil.which("mpiexec")
+    # the MPICH wheel's mpiexec sits beside this Python (a venv's bin/, not on PATH
+    # unless the venv is activated: the README's test command runs .venv/bin/python)
+    path = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
     if not path:
         if os.environ.get("IBEMU_REQUIRE_MPI") == "1":
             pytest.fail("mpiexec is required here (IBEMU_REQUIRE_MPI=1): pip install '.[mpi]'")
