@@ -84,6 +84,11 @@ def _comm() -> Any:
 
 
 # ---------------------------------------------------------------- addresses
+SIOCGIFADDR = 0x8915
+IFR_ADDR = 20
+"""Offset of the IPv4 address in a struct ifreq: ifr_name (16 bytes), then a sockaddr_in
+whose sin_family and sin_port take 4."""
+
 def interface_addresses() -> dict[str, str]:
     """``{interface: IPv4 address}`` of this host's (this network namespace's)
     interfaces that have one (Linux: SIOCGIFADDR)."""
@@ -91,10 +96,10 @@ def interface_addresses() -> dict[str, str]:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for _, name in socket.if_nameindex():
             try:
-                raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))   # SIOCGIFADDR
+                ifreq = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
             except OSError:
                 continue
-            out[name] = socket.inet_ntoa(raw[20:24])
+            out[name] = socket.inet_ntoa(ifreq[IFR_ADDR:IFR_ADDR + 4])
     return out
 
 
