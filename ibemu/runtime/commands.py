@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from ..core import core_kind
 from ..errors import UserError
 from ..resources import lua_plugin, scenario_names, scenario_source
+from ..units import parse_time
 from ..validate import cli_number
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
@@ -39,16 +40,12 @@ def _dilation(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _budget_time(text: str) -> int:
-    """--lag-budget / --slip-budget: a positive emulated time, e.g. 1ms or 200us."""
-    from ..units import parse_time
-    try:
-        ps = parse_time(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    if ps <= 0:
-        raise argparse.ArgumentTypeError("must be positive, got %r" % text)
-    return ps
+def _positive_time(ps: int) -> str | None:
+    return None if ps > 0 else "must be positive"
+
+
+# --lag-budget / --slip-budget / --pace-bound: a positive emulated time, e.g. 1ms or 200us
+_budget_time = cli_number(parse_time, "an emulated time such as 1ms or 200us", _positive_time)
 
 
 def _budget(args: argparse.Namespace) -> Budget:
