@@ -225,12 +225,21 @@ def _summary_section(res: Results) -> str:
     return _section("Summary", "summary", "".join(body))
 
 
-def _rates_section(go: Any, res: Results) -> str:
-    path = res.path / "flows.csv"
+def _time_series(res: Results, name: str) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """The run's CSV time series *name* as (times in ms, the other columns), or None when
+    the run has none."""
+    path = res.path / name
     if not path.exists():
-        return ""
+        return None
     cols = read_series(path)
-    times = cols.pop("time_ms", np.zeros(0))
+    return cols.pop("time_ms", np.zeros(0)), cols
+
+
+def _rates_section(go: Any, res: Results) -> str:
+    series = _time_series(res, "flows.csv")
+    if series is None:
+        return ""
+    times, cols = series
     groups = {k[len("group:"):]: v for k, v in cols.items() if k.startswith("group:")}
     flows = {k: v for k, v in cols.items() if not k.startswith("group:")}
     parts = []
@@ -251,11 +260,10 @@ def _rates_section(go: Any, res: Results) -> str:
 
 
 def _links_section(go: Any, res: Results) -> str:
-    path = res.path / "links.csv"
-    if not path.exists():
+    series = _time_series(res, "links.csv")
+    if series is None:
         return ""
-    cols = read_series(path)
-    times = cols.pop("time_ms", np.zeros(0))
+    times, cols = series
     links = {k: v for k, v in cols.items() if not k.endswith(":data")}
     if not links:
         return ""
@@ -315,11 +323,10 @@ def _port_columns(cols: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndar
 
 
 def _counters_section(go: Any, res: Results) -> tuple[str, dict[str, dict[str, np.ndarray]], np.ndarray]:
-    path = res.path / "counters.csv"
-    if not path.exists():
+    series = _time_series(res, "counters.csv")
+    if series is None:
         return "", {}, np.zeros(0)
-    cols = read_series(path)
-    times = cols.pop("time_ms", np.zeros(0))
+    times, cols = series
     by = _port_columns(cols)
     if not by or not len(times):
         return "", by, times
