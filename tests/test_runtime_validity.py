@@ -122,6 +122,31 @@ def test_a_late_worker_pauses_every_worker_until_it_catches_up(tmp_path):
     assert read_pause(path) == pytest.approx(0.011)
 
 
+def test_a_worker_idle_until_its_next_event_holds_the_others_when_it_misses_it(tmp_path):
+    """An idle worker promises its next event's time in its slot: when the machine does
+    not run it by then (preempted between steps, so it never says it is busy), the other
+    worker sees it behind and waits, instead of running ahead of the frames it will send
+    (the 15 % remote-flow error of a paced run on a loaded machine, stop 23)."""
+    path = create_pause_file(tmp_path / "pace", 2)
+    wall = [1.0]
+    a, b = FakeLoop(wall), FakeLoop(wall)
+    pa, pb = Pacer(SharedPause(path)), Pacer(SharedPause(path))
+    e = a.emulated_now()
+    pa.idle(e + 10**6)                              # a: caught up, next event 1 us ahead
+    pb.adjust(b, None)
+    assert read_pause(path) == 0.0                  # not yet due: b goes on
+    wall[0] += 0.001                                # 1 ms of wall (200 us emulated): a never ran
+    pb.adjust(b, None)
+    assert pb.raises == 1
+    assert b.emulated_now() == pytest.approx(e + 10**6, abs=2)    # held at a's promise
+    pa.idle(None)                                   # a ran: nothing pending, b's clock moves
+    wall[0] += 0.001
+    pb.adjust(b, None)
+    assert pb.raises == 1 and b.emulated_now() > e + 100 * 10**6
+    pa.close()
+    pb.close()
+
+
 def test_workers_beyond_the_files_slots_read_the_pause_but_have_no_slot(tmp_path):
     path = create_pause_file(tmp_path / "pace", 1)
     one, two = SharedPause(path), SharedPause(path)

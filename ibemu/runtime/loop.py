@@ -164,8 +164,8 @@ class NodeLoop:
             if upto < limit and heap and heap[0][0] < limit:
                 continue
             break
-        if self.pace is not None:       # [pace] issue 16 (helper V): caught up
-            self.pace.idle()
+        if self.pace is not None:       # [pace] issue 16: caught up until the next event
+            self.pace.idle(heap[0][0] if heap else None)
         self.now_ps = min(E, end)
         if heap and heap[0][0] < limit:         # a step cut short (STEP_BUDGET)
             self._arm(heap[0][0])
