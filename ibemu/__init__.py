@@ -26,7 +26,9 @@ The public API for scripts -- everything below is importable from ``ibemu`` itse
 - read its results: :func:`load_results` (a :class:`Results`: the summary dict and the
   flows/links/counters/traces series as numpy arrays), :func:`read_series`,
   :func:`format_summary_table`, :func:`jain_index`; :func:`load_run` (a :class:`Run`:
-  the same folder as pandas DataFrames, ``pip install 'ibemu[analysis]'``).
+  the same folder as pandas DataFrames, ``pip install 'ibemu[analysis]'``), and
+  :func:`load_sweep` (a :class:`Sweep`: an ``ibemu sweep`` folder's tables as
+  DataFrames and each point's :class:`Run`).
 
 Every name is imported on first use (PEP 562 ``__getattr__``), so ``import ibemu`` stays
 cheap: numpy comes with the first scenario or result, matplotlib only when plots are
@@ -78,6 +80,8 @@ _EXPORTS: dict[str, str] = {
     "load_results": "ibemu.results",
     "load_run": "ibemu.results",
     "Run": "ibemu.results",
+    "load_sweep": "ibemu.results",
+    "Sweep": "ibemu.results",
     "Results": "ibemu.results",
     "read_series": "ibemu.results",
     "read_traces": "ibemu.results",
@@ -92,7 +96,8 @@ __all__ = [
     "LinkParams", "SwitchParams", "HCAParams", "VLArbTable", "santos_fig1", "quickstart",
     "PS_PER_NS", "PS_PER_US", "PS_PER_MS", "PS_PER_S", "ib_rate", "parse_time", "parse_rate", "parse_size",
     "run_virtual", "RunResult", "run_wall", "WallResult",
-    "load_results", "Results", "load_run", "Run", "read_series", "read_traces", "format_summary_table", "jain_index",
+    "load_results", "Results", "load_run", "Run", "load_sweep", "Sweep", "read_series", "read_traces",
+    "format_summary_table", "jain_index",
 ]   # literally, for type checkers: the same names as _EXPORTS (tests/test_api.py checks)
 
 
@@ -118,8 +123,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:                       # the same names, eagerly, for type checkers and IDEs
     from .errors import UserError
     from .fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams, VLArbTable
-    from .results import (Results, Run, format_summary_table, jain_index, load_results, load_run, read_series,
-                           read_traces)
+    from .results import (Results, Run, Sweep, format_summary_table, jain_index, load_results, load_run,
+                           load_sweep, read_series, read_traces)
     from .run import RunResult, run_virtual
     from .runtime.controller import WallResult, run_wall
     from .scenario import ScenarioError, apply_overrides, load_scenario, scenario_from_dict

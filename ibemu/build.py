@@ -63,32 +63,46 @@ def subnet_of(scn: Scenario, sw_lids: dict[str, int] | None = None) -> Subnet:
     return Subnet.build(links, switches, cas, scn.routing.lmc)
 
 
+def _read_lft_file(path: str | None) -> str:
+    if path is None:
+        raise UserError("routing: engine 'file' needs routing.lft_file")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(64 * 2**20)
+    except OSError as e:
+        raise UserError("%s: cannot read the LFT file: %s" % (path, e.strerror or e)) from None
+    except UnicodeDecodeError:
+        raise UserError("%s: not UTF-8 text (an opensm-lfts.dump or ibroute output?)" % path) from None
+
+
 def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes: list[str] | None = None,
                     check: bool | None = None) -> Routes:
     """The switches' LFTs: the scenario's routing engine (``[routing]``, OpenSM's
-    names; engine "file" reads ``lft_file``), then each switch's explicit ``lft``
-    entries, which win; then, if ``check_credit_loops`` (or *check*), the credit-loop
-    check over all CA-to-CA routes (:func:`ibemu.routing.check_credit_loops`)."""
+    names; engine "file" reads ``lft_file``) -- when it fails and the routing came from
+    an opensm.conf's engine list, the next engine of ``fallback``, as OpenSM does (a note
+    says so) --, then each switch's explicit ``lft`` entries, which win; then, if
+    ``check_credit_loops`` (or *check*), the credit-loop check over all CA-to-CA routes
+    (:func:`ibemu.routing.check_credit_loops`)."""
     rs = scn.routing
     sn = subnet_of(scn, sw_lids)
-    text = None
-    if rs.engine == "file":
-        if rs.lft_file is None:
-            raise UserError("routing: engine 'file' needs routing.lft_file")
+    chain = [rs.engine, *rs.fallback]
+    for i, engine in enumerate(chain):
         try:
-            with open(rs.lft_file, encoding="utf-8") as fh:
-                text = fh.read(64 * 2**20)
-        except OSError as e:
-            raise UserError("%s: cannot read the LFT file: %s" % (rs.lft_file, e.strerror or e)) from None
-        except UnicodeDecodeError:
-            raise UserError("%s: not UTF-8 text (an opensm-lfts.dump or ibroute output?)" % rs.lft_file) from None
-    lfts = route(sn, rs.engine, rs.roots, text, rs.lft_file or "<lfts>", notes)
+            text = _read_lft_file(rs.lft_file) if engine == "file" else None
+            lfts = route(sn, engine, rs.roots, text, rs.lft_file or "<lfts>", notes)
+            break
+        except UserError as e:
+            if i == len(chain) - 1:
+                raise
+            if notes is not None:
+                notes.append("routing: %s failed (%s); trying %s (opensm.conf routing_engine)"
+                             % (engine, e, chain[i + 1]))
     for s in scn.switches:
         lfts.setdefault(s.name, {})
         if s.lft:
             lfts[s.name].update(s.lft)
     if rs.check_credit_loops if check is None else check:
-        check_credit_loops(sn, lfts, rs.engine)
+        check_credit_loops(sn, lfts, engine)
     return lfts
 
 

@@ -49,17 +49,16 @@ def _scenario_source(name: str) -> str:
 
 
 def opensm_note(scn) -> str | None:
-    """One line on the opensm.conf options of ``[cc.cca]`` that ibemu does not apply
-    (issue 18 item 9): the routing options recorded, every other non-CC option listed
-    once as not modelled.  None when there are none."""
+    """One line on the opensm.conf of ``[cc.cca]`` beyond congestion control (issue 18
+    item 9): the routing it selected (or the ``[routing]`` keys that overrode it), and
+    every other non-CC option listed once as not modelled.  None when there is none."""
     from .cc.cca.settings import CCASpec
-    spec = scn.cc.get("cca", CCASpec)
-    if spec is None or not (spec.opensm_not_modelled or spec.opensm_routing):
+    spec = scn.cc.get("cca", CCASpec) if scn.cc is not None else None
+    if spec is None or not (spec.opensm_not_modelled or scn.routing.opensm):
         return None
     parts = []
-    if spec.opensm_routing:
-        parts.append("routing options recorded (%s; ibemu's routing comes from the scenario's [routing] table)"
-                     % ", ".join("%s=%s" % kv for kv in spec.opensm_routing.items()))
+    if scn.routing.opensm:
+        parts.append("routing: " + ", ".join(scn.routing.opensm))
     if spec.opensm_not_modelled:
         parts.append("%d options not modelled: %s" % (len(spec.opensm_not_modelled),
                                                        ", ".join(spec.opensm_not_modelled)))

@@ -1,7 +1,7 @@
 """A whole opensm.conf (issue 18 item 9): OpenSM 3.3's complete option file, written by the
 project itself (ibemu.cc.cca.opensm_options.default_conf, from its list of OpenSM 3.3.23's
 options and defaults), is accepted: the congestion-control options applied as before, the
-routing options recorded, every other option listed once as not modelled, a misspelt
+routing options applied (tests/test_opensm_routing.py), every other option listed once as not modelled, a misspelt
 option an error naming the closest valid one."""
 from __future__ import annotations
 
@@ -64,9 +64,10 @@ def test_cc_options_of_a_whole_file_applied(tmp_path):
         "cc_ca_cong_setting_ccti_increase": "0 2",
         "cc_cct": ",".join("0:%d" % m for m in range(1, 9)),
         "routing_engine": "ftree",
-        "root_guid_file": "/etc/opensm/roots.guid",
+        "root_guid_file": "roots.guid",
         "lmc": "1",
     })
+    (tmp_path / "roots.guid").write_text("0x0002c90000000001\n")     # switch S's default GUID
     f = tmp_path / "opensm.conf"
     f.write_text(conf)
     scn = scenario_from_dict(small(str(f)), label=str(tmp_path / "t.toml"))
@@ -75,12 +76,14 @@ def test_cc_options_of_a_whole_file_applied(tmp_path):
     assert cca.switch.Threshold == 15 and cca.switch.Marking_Rate == 16
     assert cca.ca.sl[0].CCTI_Timer == 150 and cca.ca.sl[1].CCTI_Timer == 75 and cca.ca.sl[0].CCTI_Increase == 2
     assert cca.ca.CCT == [(0, m) for m in range(1, 9)]
-    assert cca.opensm_routing == {"routing_engine": "ftree", "root_guid_file": "/etc/opensm/roots.guid", "lmc": "1"}
+    assert cca.opensm_routing == {"routing_engine": "ftree", "root_guid_file": "roots.guid", "lmc": "1"}
+    assert (scn.routing.engine, scn.routing.fallback, scn.routing.lmc, scn.routing.roots) == ("ftree", ["minhop"], 1, ["S"])
     n_other = len(DEFAULTS) - len([n for n, _ in DEFAULTS if n in OPTIONS or n in ROUTING_OPTIONS])
     assert len(cca.opensm_not_modelled) == n_other
     note = opensm_note(scn)
     assert note is not None and note.count("\n") == 0
-    assert "routing_engine=ftree" in note and "%d options not modelled: guid, m_key," % n_other in note
+    assert "routing: engine ftree then minhop, lmc 1, roots S (root_guid_file %s)" % (tmp_path / "roots.guid") in note
+    assert "%d options not modelled: guid, m_key," % n_other in note
 
 
 @pytest.mark.parametrize("bad, closest", [

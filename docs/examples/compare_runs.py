@@ -10,6 +10,8 @@ links side by side.
     python docs/examples/compare_runs.py [OUT_DIR]      # default runs/compare
 
 In a notebook, the same lines after ``import ibemu`` (and ``run.flows().plot()`` to draw).
+A sweep's folder (``ibemu sweep --out DIR``) loads the same way: ``sw = ibemu.load_sweep(DIR)``,
+``sw.points()`` / ``sw.aggregate()`` (DataFrames) and ``sw.run(point)`` (a point's run, as here).
 """
 from __future__ import annotations
 

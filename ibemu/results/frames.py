@@ -19,7 +19,8 @@
 The numbers are the run's own files (flow_table.csv, links.csv ... results.json), read
 as they are.  pandas is an optional dependency: ``pip install 'ibemu[analysis]'``;
 :func:`load_run` itself needs it only when a table is asked for.  ``Run.results`` is the
-numpy-only :class:`~ibemu.results.reader.Results` of the same folder.
+numpy-only :class:`~ibemu.results.reader.Results` of the same folder.  A sweep's folder
+(``ibemu sweep --out``): ``ibemu.load_sweep`` (:mod:`ibemu.results.sweep_frames`).
 """
 from __future__ import annotations
 
@@ -33,14 +34,16 @@ from .reader import Results, load_results
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Run", "load_run"]
+__all__ = ["Run", "load_run", "pandas_module"]
 
 
-def _pandas() -> Any:
+def pandas_module() -> Any:
+    """pandas, or an ImportError naming the extra that installs it."""
     try:
         import pandas
     except ImportError:
-        raise ImportError("ibemu.load_run's tables need pandas: pip install 'ibemu[analysis]'") from None
+        raise ImportError("ibemu's DataFrames (load_run, load_sweep) need pandas: pip install 'ibemu[analysis]'") \
+            from None
     return pandas
 
 
@@ -78,7 +81,7 @@ class Run:
         return self.results.data
 
     def _csv(self, name: str, **kw: Any) -> pd.DataFrame:
-        pd = _pandas()
+        pd = pandas_module()
         path = self.path / name
         if not path.exists():
             return pd.DataFrame()
@@ -109,7 +112,7 @@ class Run:
     def ports(self) -> pd.DataFrame:
         """counters.csv: the busy ports' counters (running totals) at each sample time;
         columns a (port, counter) MultiIndex, e.g. ``df["S:4", "PortXmitData"]``."""
-        pd = _pandas()
+        pd = pandas_module()
         df = self._csv("counters.csv", index_col="time_ms")
         if df.empty:
             return df
@@ -119,7 +122,7 @@ class Run:
 
     def port_totals(self) -> pd.DataFrame:
         """results.json ``ports``: every port's counters at the end, one row per port."""
-        pd = _pandas()
+        pd = pandas_module()
         ports = self.data.get("ports") or {}
         return pd.DataFrame.from_dict(ports, orient="index").rename_axis("port")
 
@@ -130,19 +133,24 @@ class Run:
     def traces(self) -> pd.DataFrame:
         """traces.csv, long form: ``kind`` (CCTI, injection_rate, CWND, FECN_marks ...),
         ``key`` (its owner), ``time_ms``, ``value``: every change of every traced variable."""
-        pd = _pandas()
+        pd = pandas_module()
         df = self._csv("traces.csv", dtype={"kind": str, "key": str})
         return df if not df.empty else pd.DataFrame(columns=["kind", "key", "time_ms", "value"])
 
     def events(self) -> pd.DataFrame:
         """results.json ``events``: time_ms, source, text."""
-        pd = _pandas()
+        pd = pandas_module()
         return pd.DataFrame(self.data.get("events") or [], columns=["time_ms", "source", "text"])
 
 
 def load_run(run_dir: str | Path) -> Run:
     """The output folder *run_dir* of a run (``ibemu run --out``, ``run_virtual(out_dir=)``)
-    as a :class:`Run` (its tables need pandas: ``pip install 'ibemu[analysis]'``)."""
+    as a :class:`Run` (its tables need pandas: ``pip install 'ibemu[analysis]'``).  A
+    sweep's folder is refused naming :func:`ibemu.load_sweep`, which reads it."""
+    path = Path(run_dir)
+    if not (path / "results.json").exists() and (path / "sweep.csv").is_file():
+        raise FileNotFoundError("%s is a sweep's folder (sweep.csv, points/): ibemu.load_sweep(%r) reads it, "
+                                "and .run(point) each point's run" % (path, str(path)))
     res = load_results(run_dir)
     cfg = res.path / "config.json"
     scenario = json.loads(cfg.read_text(encoding="utf-8")) if cfg.exists() else {}

@@ -18,7 +18,7 @@ if TYPE_CHECKING:       # ibemu.cc's scheme packages import ibemu.build, which i
     from ..cc.registry import CCSpec
 
 __all__ = ["SwitchSpec", "HCASpec", "LinkSpec", "OutputSpec", "RoutingSpec", "Scenario", "link_labels",
-           "node_guids", "SWITCH_GUID_BASE", "HCA_GUID_BASE"]
+           "node_guids", "guids_of", "SWITCH_GUID_BASE", "HCA_GUID_BASE"]
 
 # Default node GUIDs (issue 15): predictable, in list order, under a made-up OUI.  A
 # switch's port GUID is its node GUID (IBA 14.2.5.6: one port GUID, port 0); an HCA's
@@ -84,12 +84,17 @@ class RoutingSpec:
     REFERENCE-FABRICS §3).  ``engine``: "minhop" (OpenSM's default), "updn", "ftree" or
     "file" (``lft_file``, an opensm-lfts.dump or ibroute dump); ``lmc``: 2^LMC LIDs per
     HCA port; ``roots``: switch names for updn/ftree (empty: found automatically);
-    ``check_credit_loops``: refuse a routing whose channel dependency graph has a cycle."""
+    ``check_credit_loops``: refuse a routing whose channel dependency graph has a cycle.
+    From an opensm.conf (issue 18, :mod:`ibemu.scenario.opensm_routing`): ``fallback``,
+    the engines tried in order when ``engine`` fails (OpenSM's ``routing_engine`` list,
+    then minhop unless ``no_fallback``); ``opensm``, what the file set, for the run's note."""
     engine: str = "minhop"
     lmc: int = 0
     roots: list[str] = field(default_factory=list)
     lft_file: str | None = None
     check_credit_loops: bool = True
+    fallback: list[str] = field(default_factory=list)
+    opensm: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -109,10 +114,15 @@ class Scenario:
     routing: RoutingSpec = field(default_factory=RoutingSpec)
 
 
-def node_guids(scn: Scenario) -> dict[str, int]:
+def guids_of(switches: list[SwitchSpec], hcas: list[HCASpec]) -> dict[str, int]:
     """Every node's GUID: the spec's own, else the default of :data:`SWITCH_GUID_BASE`
     / :data:`HCA_GUID_BASE` by list position."""
-    out = {s.name: s.guid if s.guid is not None else SWITCH_GUID_BASE + 1 + i for i, s in enumerate(scn.switches)}
+    out = {s.name: s.guid if s.guid is not None else SWITCH_GUID_BASE + 1 + i for i, s in enumerate(switches)}
     out.update({h.name: h.guid if h.guid is not None else HCA_GUID_BASE + 0x10 * (1 + i)
-                for i, h in enumerate(scn.hcas)})
+                for i, h in enumerate(hcas)})
     return out
+
+
+def node_guids(scn: Scenario) -> dict[str, int]:
+    """Every node's GUID (:func:`guids_of` its switches and HCAs)."""
+    return guids_of(scn.switches, scn.hcas)

@@ -1,6 +1,7 @@
 """Reading a scenario: the TOML file, its ``--set`` overrides, its template, then each
 section in turn (:mod:`.nodes`, :mod:`.links`, :mod:`.flows`, :mod:`.output`,
-:mod:`.cc`, :mod:`.faults`) into a :class:`~ibemu.scenario.model.Scenario`.
+:mod:`.cc`, :mod:`.faults`, :mod:`.routing` with the opensm.conf's routing options) into
+a :class:`~ibemu.scenario.model.Scenario`.
 
 Every mistake is a :class:`~ibemu.validate.ScenarioError`, whose ``str()`` is one whole
 line ``<file>: <key.path>: <reason>``.
@@ -176,7 +177,7 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
     cc = parse_cc_table(ctx, raw, names.kind)
     faults = parse_faults(ctx, raw.get("faults"), links)
     explicit = {i for i, h in enumerate(raw.get("hca", [])) if isinstance(h, dict) and "lid" in h}
-    routing = parse_routing(ctx, raw.get("routing"), switches, hcas, flows, source, explicit)
+    routing = parse_routing(ctx, raw.get("routing"), switches, hcas, flows, source, explicit, cc=cc)
 
     resolved = copy.deepcopy(raw)
     resolved["scenario"] = {"name": scn_name, "duration": format_time(duration), "seed": seed}

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..cc import CCSpec
 from ..fabric.params import FlowSpec
 from ..validate import Checker, boolean, integer, string, table, unknown_node
 from .model import HCASpec, RoutingSpec, SwitchSpec
+from .opensm_routing import routing_defaults
 
 __all__ = ["ROUTING_KEYS", "ENGINES", "parse_routing"]
 
@@ -19,7 +21,7 @@ ENGINES = ("minhop", "updn", "ftree", "file")
 
 def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list[HCASpec], flows: list[FlowSpec],
                   source: str | None, explicit_lids: set[int] | frozenset[int] = frozenset(),
-                  path: str = "routing") -> RoutingSpec:
+                  path: str = "routing", cc: CCSpec | None = None) -> RoutingSpec:
     """Validate ``[routing]`` (schema in scenarios/README.md)::
 
         [routing]
@@ -33,10 +35,17 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
     Also checks the HCAs' base LIDs against the LMC and each flow's ``path``.  With
     LMC > 0 the HCAs without a ``lid`` (indices not in *explicit_lids*) get, in list
     order, the lowest free blocks of 2^LMC LIDs instead of consecutive LIDs.
+
+    The opensm.conf of ``[cc.cca]`` in *cc* (issue 18) gives the keys this table does not
+    (:func:`~ibemu.scenario.opensm_routing.routing_defaults`: routing_engine, lmc,
+    root_guid_file, lfts_file); a key given here wins.
     """
     t = table(ctx, path, raw if raw is not None else {}, ROUTING_KEYS)
     spec = RoutingSpec()
+    defaults, spec.fallback, spec.opensm = routing_defaults(ctx, cc, t, switches, hcas)
+    t = {**defaults, **t}
     spec.engine = string(ctx, path + ".engine", t.get("engine", "minhop"), ENGINES)
+    chain = [spec.engine, *spec.fallback]
     spec.lmc = integer(ctx, path + ".lmc", t.get("lmc", 0), 0, 7)
     if "roots" in t:
         rp = path + ".roots"
@@ -54,11 +63,11 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
             if r in spec.roots:
                 raise ctx.err(ip, "%r is listed twice" % r)
             spec.roots.append(r)
-        if spec.engine not in ("updn", "ftree"):
+        if not {"updn", "ftree"} & set(chain):
             raise ctx.err(rp, "only used with engine 'updn' or 'ftree' (engine is %r)" % spec.engine)
     if "lft_file" in t:
         f = string(ctx, path + ".lft_file", t["lft_file"])
-        if spec.engine != "file":
+        if "file" not in chain:
             raise ctx.err(path + ".lft_file", "only used with engine 'file' (engine is %r)" % spec.engine)
         base = os.path.dirname(source) if source else ""
         spec.lft_file = os.path.join(base, f)

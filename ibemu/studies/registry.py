@@ -24,6 +24,7 @@ from ..units import PS_PER_MS
 from .cca.reproduce import REPRODUCTIONS as CCA
 from .congestion_tree import REPRODUCTIONS as TREE
 from .dcms.reproduce import REPRODUCTIONS as DCMS
+from .figure_axes import plot_rate_figure
 from .hp.reproduce import REPRODUCTIONS as HP
 from .reproduction import DEPARTS, FIXED, MISMATCH, PAPER, REGRESSION, Check, Reproduction, RunCache
 from .santos import REPRODUCTIONS as SANTOS
@@ -75,6 +76,8 @@ def run_reproduction(rep: Reproduction, out_dir: Path | str | None = None,
         window = (int(rep.window_ms[0] * PS_PER_MS), int(rep.window_ms[1] * PS_PER_MS))
         result = run_virtual(scn, out_dir=out_dir, progress=progress, window=window)
         get = partial(measure, result.summary)
+        if rep.figure is not None and out_dir is not None:      # the paper's figure, in its style
+            plot_rate_figure(rep.figure, result.metrics, Path(out_dir) / "figure.png")
     rows = []
     for c in rep.checks:
         ours = get(c.metric)

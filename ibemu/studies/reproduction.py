@@ -114,7 +114,8 @@ class Check:
 class Reproduction:
     """One figure.  Either *build* (a scenario run once, measured over *window_ms*) or
     *runner* (:data:`Runner`) for figures made of several runs (sweeps, comparisons) or
-    of a formula."""
+    of a formula.  *figure*: with *build*, the paper's figure (its number and caption) that
+    :func:`~ibemu.studies.figure_axes.plot_rate_figure` draws from the run as figure.png."""
     id: str
     title: str
     source: str
@@ -122,3 +123,4 @@ class Reproduction:
     window_ms: tuple[float, float] | None
     checks: list[Check] = field(default_factory=list)
     runner: Runner | None = None
+    figure: str | None = None

@@ -11,6 +11,8 @@ at the window's edges, hence 1.01); "slight under-utilization" ≥ 90 % (the pap
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..scenario.builders import santos_fig1
 from .reproduction import Check, Reproduction
 
@@ -93,3 +95,12 @@ REPRODUCTIONS: list[Reproduction] = [
          Check("link:root", "ideal: 10 × 1/10, fully used", 0.95, 1.01,
                quote="all flows can achieve their ideal throughputs", section=S42 + ", Figure 3(b)")]),
 ]
+
+_FIG2 = "Congestion Spreading Example (L = 5, R = 1): buffer capacity = 4 packets"
+_FIG3 = "Congestion Spreading (L = 5, R = 5): fixed window vs. rate control (buffer capacity = 4 packets)"
+FIGURES = {"fig2a": "seed 003 Figure 2(a), no window: " + _FIG2,
+           "fig2b": "seed 003 Figure 2(b), window 1: " + _FIG2,
+           "fig3a": "seed 003 Figure 3(a), fixed window: " + _FIG3,
+           "fig3b": "seed 003 Figure 3(b), rate control: " + _FIG3}
+"""Each run's figure.png: the paper's figure number and caption (figure_axes.plot_rate_figure)."""
+REPRODUCTIONS = [replace(r, figure=FIGURES[r.id]) for r in REPRODUCTIONS]

@@ -98,18 +98,20 @@ def _apply_ca(ctx: Checker, path: str, raw: dict[str, Any], ca: CASetting) -> No
             raise ctx.err(path + ".CCTI_Min", "SL %d: CCTI_Min %d is above CCTI_Limit %d" % (i, s.CCTI_Min, ca.limit()))
 
 
-def _opensm_text(ctx: Checker, path: str, raw: dict[str, Any]) -> tuple[str, str] | None:
+def _opensm_text(ctx: Checker, path: str, raw: dict[str, Any]) -> tuple[str, str, Path] | None:
+    """(the opensm.conf text, the key path naming it, the folder its relative names
+    resolve from: the file's own, or the scenario's for inline text), or None."""
     if "opensm" in raw and "opensm_file" in raw:
         raise ctx.err(path + ".opensm_file", "give opensm or opensm_file, not both")
+    base = Path(ctx.label).parent if not ctx.label.startswith("<") else Path(".")
     if "opensm" in raw:
-        return string(ctx, path + ".opensm", raw["opensm"]), path + ".opensm"
+        return string(ctx, path + ".opensm", raw["opensm"]), path + ".opensm", base
     if "opensm_file" in raw:
         fp = path + ".opensm_file"
         name = string(ctx, fp, raw["opensm_file"])
-        base = Path(ctx.label).parent if not ctx.label.startswith("<") else Path(".")
         f = Path(name) if Path(name).is_absolute() else base / name
         try:
-            return f.read_text(encoding="utf-8"), "%s (%s)" % (fp, f)
+            return f.read_text(encoding="utf-8"), "%s (%s)" % (fp, f), f.parent
         except (OSError, UnicodeDecodeError) as e:
             why = (e.strerror if isinstance(e, OSError) else None) or e
             raise ctx.err(fp, "cannot read %s: %s" % (f, why)) from None
@@ -122,13 +124,14 @@ def parse_cca(ctx: Checker, raw: Any, path: str, nodes: dict[str, str]) -> CCASp
     spec = CCASpec()
     got = _opensm_text(ctx, path, raw)
     if got is not None:
-        text, where = got
+        text, where, folder = got
         try:
             osm = parse_opensm(text)
         except OpenSMError as e:
             raise ctx.err(where, str(e)) from None
         spec.enabled = osm["enabled"]
-        spec.opensm_routing = dict(osm["routing"])              # recorded (issue 18 item 9)
+        spec.opensm_routing = dict(osm["routing"])      # applied to [routing] (ibemu.scenario.opensm_routing)
+        spec.opensm_where, spec.opensm_dir = where, str(folder)
         spec.opensm_not_modelled = list(osm["not_modelled"])
         for k, v in osm["switch"].items():
             setattr(spec.switch, k, frozenset(p for p in range(256) if v >> p & 1) if k == "Victim_Mask" else v)

@@ -12,10 +12,12 @@ and option, with the closest valid name (difflib) for a misspelt one.
 
 A complete opensm.conf is accepted (issue 18 item 9; the option set of OpenSM 3.3.23's
 ``opensm -c``, :mod:`ibemu.cc.cca.opensm_options`): ``congestion_control`` and the
-``cc_*`` options are applied; ``routing_engine``, ``root_guid_file`` and ``lmc`` are
-recorded (``routing``: their values, ``(null)`` left out) for the subnet manager's
-routing (:mod:`ibemu.routing`; the scenario's ``[routing]`` table selects it); every other
-valid OpenSM option is listed once, in file order, in ``not_modelled``.
+``cc_*`` options are applied; ``routing_engine``, ``root_guid_file``, ``lmc`` and
+``lfts_file`` are checked here (an engine list of OpenSM's engine names, the closest name
+for a misspelt one; LMC 0..7) and returned in ``routing`` (their values, ``(null)`` left
+out), which :mod:`ibemu.scenario.opensm_routing` applies to the subnet manager's routing
+(keys of the scenario's ``[routing]`` table win); every other valid OpenSM option is
+listed once, in file order, in ``not_modelled``.
 
 Options accepted and kept only for the record (no effect on the emulation): cc_key,
 cc_max_outstanding_mads, cc_sw_cong_setting_control_map, cc_sw_cong_setting_credit_mask,
@@ -28,7 +30,7 @@ import difflib
 from collections.abc import Callable
 from typing import TypedDict
 
-from .opensm_options import OPENSM_VERSION, OPTION_NAMES, ROUTING_OPTIONS
+from .opensm_options import ENGINES, NO_FALLBACK, OPENSM_VERSION, OPTION_NAMES, ROUTING_OPTIONS
 from .settings import CCT_MAX_ENTRIES
 
 
@@ -60,6 +62,22 @@ def _shift_mult(s: str) -> tuple[int, int]:
     if not sep:
         raise ValueError("expected shift:mult, got %r" % s)
     return _num(a, "a CCT_Shift", 2), _num(b, "a CCT_Multiplier", 14)
+
+
+def _engines(s: str) -> str:
+    """``routing_engine``: a comma list of OpenSM's engine names (case as OpenSM's
+    strcasecmp ignores it) and ``no_fallback``; returned with OpenSM's spelling."""
+    known = {e.lower(): e for e in (*ENGINES, NO_FALLBACK)}
+    out = []
+    for part in s.split(","):
+        name = part.strip()
+        if name.lower() not in known:
+            close = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.6)
+            hint = (" (did you mean %r?)" % known[close[0]]) if close else \
+                " (OpenSM %s's engines: %s)" % (OPENSM_VERSION, ", ".join(ENGINES))
+            raise ValueError("unknown routing engine %r%s" % (name, hint))
+        out.append(known[name.lower()])
+    return ",".join(out)
 
 
 def parse_cct(s: str) -> list[tuple[int, int]]:
@@ -115,7 +133,7 @@ class OpenSMOptions(TypedDict):
     switch: dict[str, int]              # SwitchCongestionSetting field -> value
     ca: CAOptions
     sl: dict[int, dict[str, int]]       # SL -> CACongestionEntry field -> value
-    routing: dict[str, str]             # routing_engine / root_guid_file / lmc, as given
+    routing: dict[str, str]             # routing_engine / root_guid_file / lmc / lfts_file, checked
     not_modelled: list[str]             # the other valid OpenSM options, once each, in file order
 
 
@@ -141,6 +159,13 @@ def parse_opensm(text: str) -> OpenSMOptions:
                 if not rest:
                     raise bad("missing value")
                 if rest != "(null)":
+                    try:
+                        if name == "lmc":
+                            _num(rest, "an LMC 0..7", 3)
+                        elif name == "routing_engine":
+                            rest = _engines(rest)
+                    except ValueError as e:
+                        raise bad(str(e)) from None
                     out["routing"][name] = rest
                 continue
             if name in OPTION_NAMES:

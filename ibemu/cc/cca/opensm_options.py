@@ -4,7 +4,7 @@ The list is what ``opensm -c FILE`` (OpenSM 3.3.23, as Debian 12 ships it) write
 ``name value`` line per option, in its order, the per-SL CA congestion entries once
 (SL 0), ``(null)`` for an unset string.  ibemu keeps it so that a complete opensm.conf
 is accepted (:func:`ibemu.cc.cca.opensm.parse_opensm`: congestion control applied,
-routing options recorded, every other option listed once as not modelled, a misspelt
+routing options read for the subnet manager, every other option listed once as not modelled, a misspelt
 name an error naming the closest valid one) and so that tests can write a complete file
 in OpenSM's format (:func:`default_conf`) without OpenSM installed.
 """
@@ -178,8 +178,16 @@ DEFAULTS: tuple[tuple[str, str], ...] = (
 
 OPTION_NAMES: frozenset[str] = frozenset(name for name, _ in DEFAULTS)
 
-ROUTING_OPTIONS = ("routing_engine", "root_guid_file", "lmc")
-"""The options that choose the subnet manager's routing (:mod:`ibemu.routing`)."""
+ROUTING_OPTIONS = ("routing_engine", "root_guid_file", "lmc", "lfts_file")
+"""The options that choose the subnet manager's routing (:mod:`ibemu.routing`; applied by
+:mod:`ibemu.scenario.opensm_routing`): the engine list, the updn/ftree roots, the LMC and
+the file engine's LFT dump."""
+
+ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
+"""OpenSM 3.3's routing engines (opensm/osm_opensm.c ``routing_modules``, man opensm(8),
+REFERENCE-FABRICS §3); ``routing_engine`` is a comma list of them, tried in order, then
+minhop unless the list holds ``no_fallback``."""
+NO_FALLBACK = "no_fallback"
 
 
 def default_conf(overrides: dict[str, str] | None = None) -> str:

@@ -104,7 +104,10 @@ class CCASpec:
     trace_marks: bool = True        # per-port cumulative FECN marks as a trace
     cc_key: int = 0                 # CC_Key a CC Set MAD must carry (0: none; OpenSM's
                                     # cc_key option is kept for the record only)
-    opensm_routing: dict[str, str] = field(default_factory=dict)   # routing_engine, root_guid_file, lmc
+    opensm_routing: dict[str, str] = field(default_factory=dict)   # routing_engine, root_guid_file, lmc,
+                                                                    # lfts_file (applied to [routing])
+    opensm_where: str = ""          # the key (and file) the options came from, for errors
+    opensm_dir: str = ""            # where the opensm.conf's relative file names resolve from
     opensm_not_modelled: list[str] = field(default_factory=list)    # other opensm.conf options (issue 18)
 
     def switch_setting(self, name: str) -> SwitchSetting:

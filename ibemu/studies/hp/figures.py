@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...cc.hp.functions import RateTable, make_function
 from ...resources import SCENARIOS
 from ...scenario import load_scenario
+from ..figure_axes import SEED003_RATE_SERIES, save_figure
 from ..reproduction import RunCache
 from .experiments import fig1, measure
 
@@ -51,14 +52,14 @@ def _save(out_dir: Path | None, name: str, fig: Figure | None = None, data: Valu
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if fig is not None:
-        fig.savefig(out / (name + ".png"), dpi=110)
+        save_figure(fig, out / (name + ".png"), dpi=110)
     if data is not None:
         (out / (name + ".json")).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def _bars(out_dir: Path | None, name: str, title: str, rows: dict[str, dict[str, float]],
-          keys: list[str], paper_note: str = "") -> None:
-    """A grouped bar chart: one group per row label, one bar per key."""
+          keys: list[str], paper_note: str = "", names: dict[str, str] | None = None) -> None:
+    """A grouped bar chart: one group per row label, one bar per key (named *names*[key])."""
     if out_dir is None:
         return
     labels = list(rows)
@@ -66,7 +67,8 @@ def _bars(out_dir: Path | None, name: str, title: str, rows: dict[str, dict[str,
     ax = fig.add_subplot()
     width = 0.8 / len(keys)
     for j, k in enumerate(keys):
-        ax.bar([i + j * width for i in range(len(labels))], [rows[l].get(k, 0) for l in labels], width, label=k)
+        ax.bar([i + j * width for i in range(len(labels))], [rows[l].get(k, 0) for l in labels], width,
+               label=(names or {}).get(k, k))
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))], labels, fontsize=8,
                   rotation=25 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center")
     ax.set_ylim(0, 1.05)
@@ -103,14 +105,20 @@ def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         values[name + ":inter (victim on)"] = m["v:inter"]
     values["input - naive: remote/local"] = values["input:remote/local"] - values["naive:remote/local"]
     values["in-out-8 - input: remote/local"] = values["in-out-8:remote/local"] - values["input:remote/local"]
-    _bars(out_dir, "fig4", "Fig. 4: marking policies (L=R=10, buffer 4, LIPD)", rows,
+    _bars(out_dir, "fig4", "seed 003 Figure 4: Comparison of Packet Marking Policies: L = 10, R = 10, buffer "
+          "capacity = 4 packets (LIPD)", rows,
           ["root", "local", "remote", "victim"],
-          "paper: naive local ≈ 90 % of root; input fairer; in-out-4 root under-used; in-out-8 local ≈ remote")
+          "ours: rates over the run (no time axis); paper: naive local ≈ 90 % of root; input fairer; "
+          "in-out-4 root under-used; in-out-8 local ≈ remote",
+          dict(zip(["root", "local", "remote", "victim"],
+                   SEED003_RATE_SERIES[:1] + SEED003_RATE_SERIES[2:])))
     _save(out_dir, "fig4", data=values)
     return values
 
 
 # ---------------------------------------------------------------- Figure 6
+FIG6_SERIES = {"fimd": "FIMD (m = 2)", "aimd": "AIMD (m = 2)", "lipd": "LIPD"}
+LINK_AXES = {"root": "root link utilization", "inter": "inter-switch link utilization"}
 def run_fig6(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """Recovery from Rmin to Rmax (Rmin = Rmax/256) by our increase functions, unmarked
     ACK after unmarked ACK (continuous: f_inc per ACK; discrete: the RPI tables), with
@@ -131,12 +139,15 @@ def run_fig6(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     if out_dir is not None:
         fig = _figure()
         ax = fig.add_subplot()
-        for name, (ts, rs) in curves.items():
-            ax.plot(ts, rs, label="%s (ours: %.1f ms)" % (name.upper(), values[name + ":continuous ms"]))
+        for name in ("fimd", "aimd", "lipd"):           # the caption's order
+            ts, rs = curves[name]
+            ax.plot(ts, rs, label=FIG6_SERIES[name])
         ax.set_xscale("log")
-        ax.set_xlabel("time since the rate was Rmin (ms)")
-        ax.set_ylabel("rate limit / Rmax")
-        ax.set_title("Fig. 6: recovery Rmin→Rmax; paper: FIMD 4.2 ms, LIPD and AIMD 133.7 ms", fontsize=9)
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel("F_inc(t) / Rmax")
+        ax.set_title("seed 003 Figure 6: F_inc(t) with Rmin = Rmax/256, recovery from Rmin to Rmax\n"
+                     "paper: FIMD 4.2 ms, LIPD and AIMD 133.7 ms; ours: FIMD %.1f, LIPD %.1f, AIMD %.1f ms"
+                     % tuple(values[n + ":continuous ms"] for n in ("fimd", "lipd", "aimd")), fontsize=9)
         ax.legend(fontsize=8)
         _save(out_dir, "fig6", fig)
     _save(out_dir, "fig6", data=values)
@@ -185,10 +196,12 @@ def run_fig7(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
                                 label="%s %s" % (fn.upper(), rates))
             ax.set_ylim(0, 1.05)
             ax.set_xlabel("buffer size (packets)")
-            ax.set_ylabel("%s link utilization" % k)
+            ax.set_ylabel(LINK_AXES[k])
+            ax.set_title(LINK_AXES[k].replace(" utilization", ""), fontsize=9)
             ax.legend(fontsize=7)
-        fig.suptitle("Fig. 7: paper: LIPD ≈ 100 % root; AIMD inter-switch low at small buffers; "
-                     "discrete ≈ continuous", fontsize=9)
+        fig.suptitle("seed 003 Figure 7: Performance of source response functions with static traffic pattern "
+                     "(L = 10, R = 10), input-triggered marking\npaper: LIPD ≈ 100 % root; AIMD inter-switch low "
+                     "at small buffers; discrete (solid) ≈ continuous (dashed)", fontsize=8)
         _save(out_dir, "fig7", fig)
     _save(out_dir, "fig7", data=values)
     return values
@@ -235,12 +248,15 @@ def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
             ax = fig.add_subplot(1, 2, i + 1)
             for thr in thresholds:
                 ax.plot(buffers, [table[(thr, b)][k] for b in buffers], marker="o",
-                        label="threshold %s" % (thr or "none"))
+                        label="output threshold %d" % thr if thr else "none (no output marking)")
             ax.set_xlabel("buffer size (packets)")
-            ax.set_ylabel("root utilization" if k == "root" else "remote / local rate")
+            ax.set_ylabel("root link utilization" if k == "root" else "remote / local aggregate rate")
+            ax.set_title("(a) root link utilization" if k == "root" else "(b) fairness: remote / local", fontsize=9)
             ax.legend(fontsize=7)
-        fig.suptitle("Fig. 5: paper: root under-used at threshold 4 or buffers 2–4; >90 % at 6; remote/local "
-                     "rises with buffer (input-triggered), flat once output-triggered", fontsize=8)
+        fig.suptitle("seed 003 Figure 5: Root link utilization and fairness between remote and local flows as a "
+                     "function of buffer size, for various output thresholds (L = 10, R = 10, LIPD)\npaper: root "
+                     "under-used at threshold 4 or buffers 2–4; >90 % at 6; remote/local rises with buffer "
+                     "(input-triggered), flat once output-triggered", fontsize=7)
         _save(out_dir, "fig5", fig)
     _save(out_dir, "fig5", data=values)
     return values
@@ -274,9 +290,10 @@ def run_fig8a(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
                 ax.plot(xs, [table[(on, pers)][g] for on in ons], ls, marker="o",
                         label="%s flows%s" % (g, " (persistent state)" if pers else ""))
         ax.set_xscale("log")
-        ax.set_xlabel("mean ON time (ms)")
-        ax.set_ylabel("aggregate rate / link rate")
-        ax.set_title("Fig. 8(a): paper: without persistence dynamic flows starve static ones at short ON "
+        ax.set_xlabel("mean ON duration (ms)")
+        ax.set_ylabel("normalized aggregate rate")
+        ax.set_title("seed 003 Figure 8(a): Mixture of static flows (5 local + 5 remote) and dynamic flows (5 local + "
+                     "5 remote), LIPD\npaper: without persistence dynamic flows starve static ones at short ON "
                      "times; with it they share", fontsize=8)
         ax.legend(fontsize=7)
         _save(out_dir, "fig8a", fig)
@@ -314,11 +331,13 @@ def run_fig8b(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
                 ax.plot(xs, [table[(on, fn)][k] for on in ons], marker="o", label=fn.upper())
             ax.set_xscale("log")
             ax.set_ylim(0, 1.05)
-            ax.set_xlabel("mean ON time (ms)")
-            ax.set_ylabel("%s link utilization" % k)
+            ax.set_xlabel("mean ON duration (ms)")
+            ax.set_ylabel(LINK_AXES[k])
+            ax.set_title(LINK_AXES[k].replace(" utilization", ""), fontsize=9)
             ax.legend(fontsize=7)
-        fig.suptitle("Fig. 8(b): paper: FIMD best for ON ≈ 0.2–2 ms, LIPD at the extremes, AIMD ≈ 10 % lower",
-                     fontsize=8)
+        fig.suptitle("seed 003 Figure 8(b): Utilization of root link and inter-switch link when all flows except "
+                     "the victim are dynamic (persistent state)\npaper: FIMD best for ON ≈ 0.2–2 ms, LIPD at the "
+                     "extremes, AIMD ≈ 10 % lower", fontsize=8)
         _save(out_dir, "fig8b", fig)
     _save(out_dir, "fig8b", data=values)
     return values

@@ -1,0 +1,84 @@
+"""The reproductions' plots in the papers' figure styles (issue 18 item 5: "the plots of
+the reproductions follow the papers' figure styles: the same axes and series").
+
+Every reproduction plot is saved with :func:`save_figure`, which writes the PNG and,
+beside it, ``<name>.axes.json``: what the drawn matplotlib Figure shows, read back from
+it by :func:`describe` -- its title and, per panel, the title, the x and y labels and the
+legend's series.  tests/test_reproduction_plots.py compares these with the seed papers'
+figures (seed 003 Figures 2-8, seed 002 Figures 3-6: their captions and text).
+
+:func:`rate_over_time` draws seed 003 Figures 2 and 3 (and each panel of Figure 4):
+"the traffic rate on the root link and on the inter-switch link, as well as the rate of
+local flows (aggregate rate), remote flow, and victim flow ... in a sliding time window of
+duration 2ms" (seed 003 §3), normalized to the link rate, over time in ms.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..results.metrics import Metrics
+
+__all__ = ["describe", "save_figure", "rate_over_time", "plot_rate_figure", "SEED003_RATE_SERIES", "SEED003_TIME",
+           "SEED003_RATE"]
+
+SEED003_TIME = "time (ms)"
+SEED003_RATE = "normalized rate (fraction of link rate)"
+SEED003_RATE_SERIES = ("root link", "inter-switch link", "local flows (aggregate)", "remote flows (aggregate)",
+                       "victim flow")
+"""The series of seed 003 Figures 2-4, in the order §3 names them."""
+
+
+def describe(fig: Figure) -> dict[str, Any]:
+    """What *fig* shows: ``{"title", "panels": [{"title", "xlabel", "ylabel", "series"}]}``
+    (a twin axis, ``twinx``, is a panel of its own; ``series``: its legend's labels)."""
+    sup = fig.get_suptitle()
+    panels = []
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        panels.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                       "series": [t.get_text() for t in leg.get_texts()] if leg is not None else []})
+    return {"title": sup or (panels[0]["title"] if panels else ""), "panels": panels}
+
+
+def save_figure(fig: Figure, path: str | Path, **savefig: Any) -> None:
+    """*fig* as the PNG *path*, and :func:`describe` of it as ``<path stem>.axes.json``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, **savefig)
+    path.with_suffix(".axes.json").write_text(json.dumps(describe(fig), indent=1, ensure_ascii=False) + "\n",
+                                              encoding="utf-8")
+
+
+def rate_over_time(ax: Axes, metrics: Metrics, window_ps: int | None = None) -> None:
+    """One panel of seed 003 Figures 2-4 on *ax* from a run of the Figure 1 scenario
+    (links ``root`` and ``inter``, groups ``local``, ``remote``, ``victim``): each series
+    a fraction of the link rate over the sliding window (the run's own, 2 ms in the
+    paper), against time in ms."""
+    t = metrics.times_ms()
+    lines = [(SEED003_RATE_SERIES[0], metrics.link_utilization_series("root", True, window_ps)),
+             (SEED003_RATE_SERIES[1], metrics.link_utilization_series("inter", True, window_ps))]
+    for name, group in zip(SEED003_RATE_SERIES[2:], ("local", "remote", "victim")):
+        lines.append((name, metrics.group_rate_series(group, window_ps)))
+    for name, y in lines:
+        ax.plot(t, y, label=name, linewidth=1.2)
+    ax.set_xlabel(SEED003_TIME)
+    ax.set_ylabel(SEED003_RATE)
+    ax.set_ylim(0, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_rate_figure(title: str, metrics: Metrics, path: str | Path) -> None:
+    """A seed 003 Figure 2 or 3 panel (:func:`rate_over_time`) titled *title* (the
+    figure's number and caption), saved with :func:`save_figure`."""
+    from matplotlib.figure import Figure     # only when plotting: matplotlib is slow to import
+    fig = Figure(figsize=(7.5, 4.2), tight_layout=True)
+    rate_over_time(fig.add_subplot(), metrics)
+    fig.suptitle(title, fontsize=9)
+    save_figure(fig, path, dpi=110)
