@@ -119,6 +119,26 @@ def test_link_used_half_the_time_is_half_utilized_and_windows_see_it():
     assert m2.link_utilization_series("sw->h2")[5:-5] == pytest.approx(0.5, abs=0.02)
 
 
+def test_a_frame_across_a_bin_edge_is_split_by_the_time_it_occupies_the_link():
+    """Bytes are counted over the frame's time on the link: a window of one bin never
+    reads above 1.0 (a saturated link with frames straddling the 100 us bin edges read
+    up to 1.04 when each frame's bytes went to the bin of its start)."""
+    m = _metrics()
+    bin_ps = 100 * PS_PER_US
+    m.link_tx("sw->h2", bin_ps - PKT_TIME // 4, PKT, True)      # a quarter before the edge
+    b, d, p = (m.link_bins("sw->h2", k) for k in ("bytes", "data_bytes", "data_packets"))
+    assert (b[0], b[1]) == (PKT // 4, PKT - PKT // 4) and b.sum() == PKT and d.sum() == PKT
+    assert (p[0], p[1]) == (1, 0)                               # the packet counts at its start
+    # back to back at line rate from an offset: every bin-wide window is 1.0, never above
+    m2 = _metrics()
+    t = 37 * PS_PER_US
+    while t < 10 * PS_PER_MS:
+        m2.link_tx("sw->h2", t, PKT, True)
+        t += PKT_TIME
+    series = m2.link_utilization_series("sw->h2", window_ps=bin_ps)
+    assert series.max() <= 1.0 + 1e-9 and series[1:-1] == pytest.approx(1.0, abs=0.001)
+
+
 def test_non_data_frames_count_in_utilization_only():
     m = _metrics()
     m.link_tx("sw->h1", 0, 20, False)

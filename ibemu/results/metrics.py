@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeAlias
 import numpy as np
 
 from ..fabric.recorder import Recorder
-from ..units import PS_PER_MS
+from ..units import PS_PER_MS, PS_PER_S
 from .latency import Times, completion_time, join
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
@@ -101,7 +101,18 @@ class Metrics(Recorder):
 
     # -- hot path (one call per frame-hop / packet): no numpy, one dict lookup
     def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
-        i = t // self.bin
+        """A frame of *nbytes* starts on *link* at *t*.  Its bytes are counted over the
+        time it occupies the link (at the link's rate), so a frame that crosses a bin
+        edge is split between the bins (whole bytes, the remainder in the last): a link's
+        utilization never reads above 1.0 in a window shorter than a few packets.  Its
+        packet is counted at its start."""
+        b = self.bin
+        i = t // b
+        cap = self.link_capacity.get(link)
+        end = t - (-nbytes * PS_PER_S // cap) if cap else t     # its serialization (Port.tx_time)
+        if end > (i + 1) * b:
+            self._link_split(link, t, end, nbytes, data)
+            return
         try:
             s = self._links[link]
             s[0][i] += nbytes
@@ -111,6 +122,22 @@ class Metrics(Recorder):
         except (KeyError, IndexError):
             self._grow(self._links, self._new_link, link, i)
             self.link_tx(link, t, nbytes, data)
+
+    def _link_split(self, link: str, t: int, end: int, nbytes: int, data: bool) -> None:
+        """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
+        b = self.bin
+        i, last = t // b, (end - 1) // b
+        self._grow(self._links, self._new_link, link, last)
+        s = self._links[link]
+        if data:
+            s[2][i] += 1
+        span, done = end - t, 0
+        for k in range(i, last + 1):
+            upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
+            part, done = upto - done, upto
+            s[0][k] += part
+            if data:
+                s[1][k] += part
 
     def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
         i = t // self.bin
