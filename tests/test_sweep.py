@@ -238,3 +238,34 @@ def test_a_sweep_on_an_existing_dask_cluster(tmp_path, monkeypatch):
     assert len(there_rows) == 4 and {r["status"] for r in there_rows} == {"ok"}
     assert strip(there_rows) == strip(_csv(tmp_path / "here" / "sweep.csv"))
     assert strip(_csv(tmp_path / "there" / "aggregate.csv")) == strip(_csv(tmp_path / "here" / "aggregate.csv"))
+
+
+def _closed_port() -> int:
+    """A TCP port on the loopback that nothing listens on (bound, then released)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_fails_fast_with_one_line(tmp_path, capsys):
+    import time
+    address = "tcp://127.0.0.1:%d" % _closed_port()
+    args = ["sweep", SOURCE, "--grid", "flow[1].window=1,2", "--out", str(tmp_path / "sw"), "-q",
+            "--scheduler", address]
+    t0 = time.monotonic()
+    code = main(args)                          # the default connect timeout, CONNECT_TIMEOUT = 5 s
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert code == 2
+    assert took < S.CONNECT_TIMEOUT + 5, took   # not Dask's own 30 s
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--scheduler %s: cannot reach the Dask scheduler within 5 s" % address in err
+    assert not (tmp_path / "sw" / "sweep.csv").exists()
+    t0 = time.monotonic()
+    assert main([*args, "--connect-timeout", "1"]) == 2
+    assert time.monotonic() - t0 < 1 + 4
+    assert "within 1 s" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        main([*args, "--connect-timeout", "0"])
+    assert bad.value.code == 2 and "--connect-timeout: must be more than 0" in capsys.readouterr().err
