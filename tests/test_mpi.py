@@ -21,6 +21,7 @@ from ibemu.capture.erf import read_erf_pcap
 from ibemu.errors import UserError
 from ibemu.run import run_virtual
 from ibemu.runtime.mpi import interface_addresses, local_address, under_mpi
+from ibemu.runtime.pace import EXIT_INVALID, LAG_BUDGET_PS
 from ibemu.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +101,34 @@ def test_mpiexec_two_ranks_deliver_what_the_local_run_delivers(mpiexec, tmp_path
     extra = _check_against_virtual(out, pcap, tmp_path)
     assert {r["host"] for r in extra["runtime"]["ranks"]} == {"127.0.0.1"}
     assert "last emulated times rank 0 1.000 ms, rank 1 1.000 ms" in p.stdout
+    assert extra["valid"] is True and extra["validity"]["reason"] is None
+    assert "valid: largest lag" in p.stdout
+
+
+FAST = [sys.executable, "-m", "ibemu", "node", "santos_fig1", "--duration", "5ms", "--dilation", "5", "--no-plots"]
+"""A run far too fast for the machine (tests/test_runtime_validity.py): every rank's
+worker falls behind by most of the run, far beyond the 1 ms lag budget."""
+
+
+@pytest.mark.parametrize("allow_late", [False, True])
+def test_the_validity_verdict_under_mpi_from_every_ranks_lag_and_slip(mpiexec, tmp_path, allow_late):
+    out = tmp_path / "mpi"
+    p = _run([mpiexec, "-n", "2", *FAST, "--out", str(out), *(["--allow-late"] if allow_late else [])])
+    assert p.returncode == (0 if allow_late else EXIT_INVALID), p.stderr
+    extra = json.loads((out / "results.json").read_text())["extra"]
+    assert extra["completed"] is True and extra["mpi_ranks"] == 2      # the run itself went through
+    v = extra["validity"]
+    assert extra["valid"] is False and v["valid"] is False
+    assert v["late_workers"] and set(v["late_workers"]) <= {0, 1}
+    assert v["max_lag_ps"] > v["lag_budget_ps"] == LAG_BUDGET_PS
+    lags = {w["worker"]: w["max_lag_ps"] for w in extra["runtime"]["workers"]}      # the ranks' own figures
+    assert v["max_lag_ps"] == max(lags.values()) and sorted(lags) == [0, 1]
+    assert v["max_slip_ps"] == extra["runtime"]["max_slip_ps"]
+    assert v["reason"].startswith("rank ") and "behind the wall clock" in v["reason"]
+    assert "INVALID: rank " in p.stderr and "Traceback" not in p.stderr
+    assert "--pace together" not in p.stderr                   # not a remedy under MPI
+    assert ("late results allowed" in p.stderr) == allow_late
+    assert ("exit status %d" % EXIT_INVALID in p.stderr) != allow_late
 
 
 def test_more_ranks_than_parts_is_one_line(mpiexec, tmp_path):

@@ -22,7 +22,12 @@ Every rank (mpi4py's ``COMM_WORLD``) does what the local controller
    each stops its worker, which writes what it recorded;
 5. sends rank 0 its part, its capture part and its last emulated time (``gather``);
    rank 0 merges them (:func:`.collect.collect`) into one output folder and one capture,
-   as a local run does, with the ranks' last emulated times in ``runtime.ranks``.
+   as a local run does, with the ranks' last emulated times in ``runtime.ranks``;
+6. judges the run as ``ibemu run --clock wall`` does (:func:`.pace.verdict`, issue 16):
+   the ranks ``allgather`` their largest lag and slip, so every rank reaches the same
+   verdict and exits with the same status, :data:`~.pace.EXIT_INVALID` for a run beyond
+   its budgets unless late results are allowed; rank 0 writes it into results.json
+   (``valid``, ``validity``, the late ones named as ranks).
 
 A rank whose worker dies ends the job with a message naming the rank, its host, its
 nodes and the worker's exit status, and partial outputs (``"completed": false``, exit
@@ -39,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +58,7 @@ from .addrmap import new_key, port_keys, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .merge import read_part
+from .pace import EXIT_INVALID, Budget, verdict
 from .partition import partition
 from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
@@ -154,12 +160,15 @@ class RankPart:
 
 @dataclass
 class MpiRun:
-    """What :func:`run_mpi` returns on every rank: the exit status, and on rank 0 the
-    merged result."""
+    """What :func:`run_mpi` returns on every rank: the exit status (0, 1 a rank failed,
+    :data:`~.pace.EXIT_INVALID` beyond the budgets and late results not allowed), the
+    verdict on the run (every rank's lag and slip, :func:`.pace.verdict`: the same on
+    every rank), and on rank 0 the merged result."""
     status: int
     rank: int
     result: WallResult | None = None
     message: str = ""
+    validity: dict[str, Any] = field(default_factory=dict)
 
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool) -> list[str]:
@@ -230,9 +239,11 @@ def _wait(comm: Any, pool: WorkerPool, watch: float) -> tuple[Worker | None, str
 def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Path | None = None,
             dilation: float = DEFAULT_DILATION, port_base: int = DEFAULT_PORT_BASE, iface: str | None = None,
             realtime: bool = True, watchdog: float = WATCHDOG, window: tuple[int, int] | None = None,
-            announce: bool = True) -> MpiRun:
+            announce: bool = True, budget: Budget | None = None, allow_late: bool = False) -> MpiRun:
     """Run *scn* in real time over the ranks of ``MPI.COMM_WORLD``, one part per rank
-    (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*."""
+    (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*.
+    *budget*, *allow_late*: the verdict and exit status of ``ibemu run --clock wall``
+    (:mod:`.pace`), from every rank's largest lag and slip."""
     comm = _comm()
     rank, size = comm.Get_rank(), comm.Get_size()
     if rank == 0:
@@ -289,14 +300,23 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
     cap = worker.pcap.read_bytes() if worker.pcap is not None and worker.pcap.exists() else None
     last_t = int(data["runtime"].get("emulated_ps", worker.t)) if data and data.get("runtime") else worker.t
     times = comm.allgather(last_t)                   # the ranks' last emulated times, known to all
+    st = (data or {}).get("runtime") or {}
+    paces = comm.allgather((int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0))))
+    validity = verdict({"max_slip_ps": max(sl for _, sl in paces),
+                        "workers": [{"worker": r, "max_lag_ps": lag} for r, (lag, _) in enumerate(paces)]},
+                       budget, who="rank")
     mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
             "pcap": cap, "t": times[rank], "error": error}
     everything = comm.gather(mine, root=0)
     _drain(comm)
     status = 1 if comm.allreduce(1 if (error or other_error) else 0) else 0
+    if not status and not validity["valid"] and not allow_late:
+        status = EXIT_INVALID
     if rank != 0:
-        return MpiRun(status, rank)
-    return _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base)
+        return MpiRun(status, rank, validity=validity)
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget)
+    run.status, run.validity = status, validity        # the same on every rank
+    return run
 
 
 def _wait_ready(pool: WorkerPool) -> Worker | None:
@@ -323,7 +343,7 @@ def _drain(comm: Any) -> None:
 
 def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdir: Path, out: Path | None,
             pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
-            port_base: int) -> MpiRun:
+            port_base: int, budget: Budget | None) -> MpiRun:
     """Rank 0: the ranks' parts merged into one result, output folder and capture."""
     parts: list[RankPart] = []
     for m in everything:
@@ -338,7 +358,7 @@ def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdi
     recorded = any(p.data is not None for p in parts)
     with atomic_batch():
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=port_base, pcap=pcap if recorded else None,
-                         window=window, out=out if recorded else None)
+                         window=window, out=out if recorded else None, budget=budget, who="rank")
     result.runtime["ranks"] = [{"rank": p.index, "host": p.host, "nodes": p.nodes, "last_t_ps": p.t,
                                 "completed": bool(p.data and p.data.get("completed"))} for p in parts]
     if out is not None and recorded:
