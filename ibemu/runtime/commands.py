@@ -284,6 +284,8 @@ def _node_mpi(args: argparse.Namespace) -> int:
         print("ibemu node: %s" % e, file=sys.stderr)
         return 1
     if run.rank != 0:
+        if run.message:
+            print("ibemu node: rank %d: %s" % (run.rank, run.message), file=sys.stderr, flush=True)
         return run.status
     if run.message:
         print("ibemu node: %s" % run.message, file=sys.stderr)
