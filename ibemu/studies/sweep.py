@@ -312,6 +312,11 @@ class _Sync:
         pass
 
 
+def _warm() -> None:
+    """A new worker's imports of what a point runs, before the first point."""
+    from .. import run, scenario   # noqa: F401
+
+
 class DaskPool:
     """A Dask client: a new local cluster (``address="local"``: one single-threaded
     worker process per core, or *workers*) or the scheduler at *address*
@@ -330,6 +335,7 @@ class DaskPool:
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                         dashboard_address=None, silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
+            self.client.run(_warm)          # every worker imports the engine now, all at once
         else:
             try:
                 self.client = Client(address, timeout=connect_timeout)
