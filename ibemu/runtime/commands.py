@@ -268,7 +268,7 @@ def _node_mpi(args: argparse.Namespace) -> int:
     without ``--allow-late`` (every rank the same status)."""
     from ..results import format_summary_table
     from ..results.summary import link_levels
-    from .mpi import run_mpi
+    from .mpi import end_orphaned, run_mpi
     from .pace import format_verdict
     from .report import format_runtime_line
     from .workers import WATCHDOG, WallRunError
@@ -286,6 +286,8 @@ def _node_mpi(args: argparse.Namespace) -> int:
     if run.rank != 0:
         if run.message:
             print("ibemu node: rank %d: %s" % (run.rank, run.message), file=sys.stderr, flush=True)
+        if run.orphaned:
+            end_orphaned(run.status)
         return run.status
     if run.message:
         print("ibemu node: %s" % run.message, file=sys.stderr)
@@ -300,6 +302,8 @@ def _node_mpi(args: argparse.Namespace) -> int:
         print("results in %s/" % out)
         if args.pcap:
             print(capture_hint(args.pcap))
+    if run.orphaned:
+        end_orphaned(run.status)
     if run.validity and not run.message:
         print(format_verdict(run.validity, args.allow_late, together=False),
               file=sys.stdout if run.validity["valid"] else sys.stderr)

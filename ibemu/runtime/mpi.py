@@ -76,7 +76,7 @@ from .partition import partition
 from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
 
-__all__ = ["run_mpi", "under_mpi", "local_address", "interface_addresses", "RankPart",
+__all__ = ["run_mpi", "end_orphaned", "under_mpi", "local_address", "interface_addresses", "RankPart",
            "START_DELAY", "MpiRun"]
 
 PART_TIMEOUT = 20.0
@@ -183,6 +183,9 @@ class MpiRun:
     result: WallResult | None = None
     message: str = ""
     validity: dict[str, Any] = field(default_factory=dict)
+    orphaned: bool = False
+    """A rank process died: MPI cannot be finalized (it would wait for the dead rank,
+    as srun's PMI does), so the process ends without it (:func:`end_orphaned`)."""
 
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool) -> list[str]:
@@ -376,7 +379,7 @@ def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, sa
     if rank != 0 and dead != 0:
         lines.send("part", rank, mine)
         _rmtree(workdir)
-        return MpiRun(1, rank)                       # rank 0 tells what happened
+        return MpiRun(1, rank, orphaned=True)        # rank 0 tells what happened
     if rank != 0:                                    # rank 0 is gone: keep this rank's part here
         msg = "%s; no merged output (rank 0 writes it)" % said
         if out is not None:
@@ -391,7 +394,7 @@ def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, sa
                     f.write(mine["pcap"])
             msg += "; this rank's part in %s" % (out / ("rank%d.json" % rank))
         _rmtree(workdir)
-        return MpiRun(1, rank, message=msg)
+        return MpiRun(1, rank, message=msg, orphaned=True)
     everything = [mine]
     deadline = time.monotonic() + PART_TIMEOUT
     waiting = set(lines.alive())
@@ -408,8 +411,21 @@ def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, sa
                                "pcap": None, "t": 0, "error": "died: its process ended" if r == dead else
                                "its part did not reach rank 0"})
     everything.sort(key=lambda m: int(m["rank"]))
-    return _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget,
-                   failed_rank=dead)
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget,
+                  failed_rank=dead)
+    run.orphaned = True
+    return run
+
+
+def end_orphaned(status: int) -> None:
+    """End this rank's process with *status* without finalizing MPI (a rank died: see
+    :attr:`MpiRun.orphaned`); what it printed is flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    os._exit(status)
 
 
 def _survive_failure_notice() -> None:
