@@ -186,7 +186,7 @@ _finite_float = cli_number(float, "a number", lambda v: None if math.isfinite(v)
 def _cmd_reproduce(args) -> int:
     from .studies.registry import main as reproduce_main
     return reproduce_main(args.figure, out_dir=args.out, list_only=args.list, full=args.full,
-                          scheduler=args.scheduler, workers=args.workers)
+                          scheduler=args.scheduler, workers=args.workers, connect_timeout=args.connect_timeout)
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -199,6 +199,17 @@ def _window(text: str) -> tuple[float, float]:
     if not (0 <= lo < hi and math.isfinite(hi)):
         raise argparse.ArgumentTypeError("expected 0 <= FROM < TO, got %r" % text)
     return lo, hi
+
+
+def _connect_timeout_option(p: argparse.ArgumentParser) -> None:
+    """--connect-timeout, for ``sweep`` and ``reproduce`` (issue 17: an unreachable
+    --scheduler fails in seconds)."""
+    from .studies.sweep import CONNECT_TIMEOUT
+    p.add_argument("--connect-timeout", type=cli_number(float, "seconds", lambda v: None if 0 < v <= 3600
+                                                        else "must be more than 0 and at most 3600 seconds"),
+                   default=CONNECT_TIMEOUT, metavar="SECONDS",
+                   help="tcp://HOST:PORT: give up reaching the scheduler after SECONDS (default %g)"
+                        % CONNECT_TIMEOUT)
 
 
 def _cmd_sweep(args) -> int:
@@ -221,7 +232,8 @@ def _cmd_sweep(args) -> int:
     out = Path(args.out or "sweeps/%s" % base.name)
     print("sweep of %s: %d points (%d seeds each) into %s/" % (base.name, len(points), args.seeds, out))
     result = S.run_sweep(source, points, out, common=common, scheduler=args.scheduler, workers=args.workers,
-                         window_ms=args.window, plots=args.point_plots, progress=False if args.quiet else None)
+                         window_ms=args.window, plots=args.point_plots, progress=False if args.quiet else None,
+                         connect_timeout=args.connect_timeout)
     agg = S.write_tables(result, keys, out)
     if keys and agg:
         x = args.x or keys[0]
@@ -422,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "sync: one after another here (default without); tcp://HOST:PORT: a Dask cluster")
     rp.add_argument("--workers", type=cli_number(int, "a number", lambda v: None if v >= 1 else "must be at least 1"),
                     metavar="N", help="local cluster: N worker processes (default: cores)")
+    _connect_timeout_option(rp)
     rp.set_defaults(func=_cmd_reproduce)
 
     sw = sub.add_parser("sweep", help="run a scenario over a grid of values and seeds in parallel (Dask)",
@@ -443,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "process; tcp://HOST:PORT: an existing Dask cluster (the folder must be shared)")
     sw.add_argument("--workers", type=cli_number(int, "a number", lambda v: None if v >= 1 else "must be at least 1"),
                     metavar="N", help="local cluster: N worker processes (default: cores)")
+    _connect_timeout_option(sw)
     sw.add_argument("--window", type=_window, metavar="FROM,TO", help="measure the metrics over FROM..TO ms")
     sw.add_argument("--metric", help="the plotted metric (default: victim, else a group's or flow's throughput)")
     sw.add_argument("--x", help="the plot's x axis: a swept key (default the first)")

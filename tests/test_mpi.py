@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,9 @@ import pytest
 from ibemu.capture.erf import read_erf_pcap
 from ibemu.errors import UserError
 from ibemu.run import run_virtual
+from ibemu.runtime.lifeline import Lifelines
 from ibemu.runtime.mpi import interface_addresses, local_address, under_mpi
+from ibemu.runtime.pace import EXIT_INVALID, LAG_BUDGET_PS
 from ibemu.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +103,34 @@ def test_mpiexec_two_ranks_deliver_what_the_local_run_delivers(mpiexec, tmp_path
     extra = _check_against_virtual(out, pcap, tmp_path)
     assert {r["host"] for r in extra["runtime"]["ranks"]} == {"127.0.0.1"}
     assert "last emulated times rank 0 1.000 ms, rank 1 1.000 ms" in p.stdout
+    assert extra["valid"] is True and extra["validity"]["reason"] is None
+    assert "valid: largest lag" in p.stdout
+
+
+FAST = [sys.executable, "-m", "ibemu", "node", "santos_fig1", "--duration", "5ms", "--dilation", "5", "--no-plots"]
+"""A run far too fast for the machine (tests/test_runtime_validity.py): every rank's
+worker falls behind by most of the run, far beyond the 1 ms lag budget."""
+
+
+@pytest.mark.parametrize("allow_late", [False, True])
+def test_the_validity_verdict_under_mpi_from_every_ranks_lag_and_slip(mpiexec, tmp_path, allow_late):
+    out = tmp_path / "mpi"
+    p = _run([mpiexec, "-n", "2", *FAST, "--out", str(out), *(["--allow-late"] if allow_late else [])])
+    assert p.returncode == (0 if allow_late else EXIT_INVALID), p.stderr
+    extra = json.loads((out / "results.json").read_text())["extra"]
+    assert extra["completed"] is True and extra["mpi_ranks"] == 2      # the run itself went through
+    v = extra["validity"]
+    assert extra["valid"] is False and v["valid"] is False
+    assert v["late_workers"] and set(v["late_workers"]) <= {0, 1}
+    assert v["max_lag_ps"] > v["lag_budget_ps"] == LAG_BUDGET_PS
+    lags = {w["worker"]: w["max_lag_ps"] for w in extra["runtime"]["workers"]}      # the ranks' own figures
+    assert v["max_lag_ps"] == max(lags.values()) and sorted(lags) == [0, 1]
+    assert v["max_slip_ps"] == extra["runtime"]["max_slip_ps"]
+    assert v["reason"].startswith("rank ") and "behind the wall clock" in v["reason"]
+    assert "INVALID: rank " in p.stderr and "Traceback" not in p.stderr
+    assert "--pace together" not in p.stderr                   # not a remedy under MPI
+    assert ("late results allowed" in p.stderr) == allow_late
+    assert ("exit status %d" % EXIT_INVALID in p.stderr) != allow_late
 
 
 def test_more_ranks_than_parts_is_one_line(mpiexec, tmp_path):
@@ -197,3 +228,91 @@ def test_mpiexec_across_two_network_namespaces_joined_by_a_veth_pair(mpiexec, tw
     extra = _check_against_virtual(out, pcap, tmp_path)
     assert [r["host"] for r in extra["runtime"]["ranks"]] == [net + ".1", net + ".2"]    # over the veth
     print(p.stdout)
+
+
+def _rank_process(rank: int) -> int | None:
+    """The pid of rank *rank*'s own process: its worker's parent."""
+    worker = _worker_of_rank(rank)
+    if worker is None:
+        return None
+    return int(Path("/proc/%d/stat" % worker).read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_lifelines_say_which_rank_process_is_gone_and_carry_the_messages():
+    key = b"k" * 16
+    srv = Lifelines.listen("127.0.0.1")
+    port = srv.getsockname()[1]
+    stranger = socket.create_connection(("127.0.0.1", port))
+    stranger.sendall(b"hello 1 %s\n" % (b"0" * 32))                   # a wrong key: refused
+    one = Lifelines.connect(1, "127.0.0.1", port, key)
+    two = Lifelines.connect(2, "127.0.0.1", port, key)
+    zero = Lifelines.accept(srv, 3, key, timeout=5)
+    assert zero.alive() == [1, 2]
+    one.send("failed", 1, "rank 1 (host h) worker failed")
+    two.send("part", 2, {"rank": 2, "data": {"x": [1, 2]}, "pcap": b"\0" * 100000})
+    got = []
+    deadline = time.monotonic() + 5
+    while len(got) < 2 and time.monotonic() < deadline:
+        got += zero.poll(0.1)
+    assert [(e.kind, e.rank) for e in got] == [("failed", 1), ("part", 2)]
+    assert got[0].payload == "rank 1 (host h) worker failed" and got[1].payload["pcap"] == b"\0" * 100000
+    two.close()                                                       # rank 2's process is gone
+    events = zero.poll(2)
+    assert [(e.kind, e.rank) for e in events] == [("dead", 2)] and zero.alive() == [1]
+    zero.send("stop", 2)
+    assert [(e.kind, e.rank) for e in one.poll(2)] == [("stop", 2)]
+    zero.close()                                                      # rank 0 gone
+    assert [(e.kind, e.rank) for e in one.poll(2)] == [("dead", 0)]
+    one.close()
+    stranger.close()
+    with pytest.raises(UserError, match="rank 1 did not connect to rank 0 within 0.2 s"):
+        Lifelines.accept(Lifelines.listen("127.0.0.1"), 2, key, timeout=0.2)
+
+
+@pytest.mark.xfail(strict=False, reason="MPICH's mpiexec (hydra) SIGKILLs the surviving rank now and then "
+                                        "despite -disable-auto-cleanup (about 1 run in 3 here); srun lets it live")
+@pytest.mark.parametrize("dead", [1, 0])
+def test_a_rank_process_that_dies_leaves_partial_outputs(mpiexec, tmp_path, dead):
+    """The rank process itself SIGKILLed mid-run (not its worker).  MPICH's mpiexec is told
+    to let the others live on (-disable-auto-cleanup; srun does by default): rank 1 dead,
+    rank 0 writes the partial outputs, not valid, the reason naming rank 1; rank 0 dead,
+    rank 1 keeps its own part in --out."""
+    out, pcap = tmp_path / "mpi", tmp_path / "mpi.pcap"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([mpiexec, "-disable-auto-cleanup", "-n", "2",
+                          *_node_args(out, pcap, duration="2ms", dilation="5000")], cwd=ROOT,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()              # rank 0: "2 ranks on ... running": the workers started
+        assert "2 ranks on" in line, line + p.stderr.read()
+        time.sleep(0.7)
+        victim = _rank_process(dead)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode != 0, stderr
+    assert "Traceback" not in stderr
+    if dead == 1:
+        extra = json.loads((out / "results.json").read_text())["extra"]
+        assert extra["completed"] is False and extra["valid"] is False
+        assert extra["validity"]["reason"].startswith("partial results: rank 1 (host 127.0.0.1")
+        assert "died" in extra["error"]
+        ranks = {r["rank"]: r for r in extra["runtime"]["ranks"]}
+        assert ranks[1]["error"] and ranks[0]["error"] is None and ranks[0]["last_t_ps"] > 0
+        res = json.loads((out / "results.json").read_text())
+        assert res["summary"]["flows"]["f1"]["tx_packets"] > 0     # what rank 0's worker recorded
+        frames = list(read_erf_pcap(pcap))
+        assert frames and len(frames) == extra["pcap_frames"]
+        assert "ibemu node: rank 1 (host 127.0.0.1; nodes " in stderr and "died" in stderr, (stdout, stderr)
+        assert "partial results in %s/" % out in stderr
+    else:
+        # (its line, "rank 1: rank 0 (host ...) died ...; this rank's part in ...", is printed
+        # last; mpiexec does not always pass it on once rank 0, which it reads first, is gone)
+        part = json.loads((out / "rank1.json").read_text())
+        assert part["rank"] == 1 and part["data"]["runtime"]["datagrams_sent"] > 0
+        assert (out / "rank1.pcap").stat().st_size > 24
+        assert not (out / "results.json").exists()
+    assert _worker_of_rank(0) is None and _worker_of_rank(1) is None     # no worker left behind

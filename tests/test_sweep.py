@@ -8,6 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq          # the sweep extra, in the test extra: CI has it
@@ -198,3 +201,71 @@ def test_run_cache_map_on_dask_equals_the_runs_in_this_process():
     assert strip(there) == strip(here)
     assert strip(again) == strip(here[1:2])
     assert RunCache().map(len, ["ab", "c"]) == [2, 1]
+
+
+# ---------------------------------------------------------------- an existing Dask cluster (--scheduler)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sweep_cli(*args: str, timeout: float = 120):
+    """``python -m ibemu sweep ...`` in its own process, on this source tree."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ibemu", "sweep", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_sweep_on_an_existing_dask_cluster(tmp_path, monkeypatch):
+    """A cluster started here (a scheduler and two single-threaded worker processes), the
+    sweep command run against its address from another process: the points run on the
+    cluster's workers (the scheduler saw them) and the table is the sequential one's."""
+    import logging
+
+    from distributed import Client, LocalCluster
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))          # the workers import this tree's ibemu
+    grid = ["--grid", "flow[1].window=1,2", "--seeds", "2", *[a for c in COMMON for a in ("--set", c)], "-q"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        p = _sweep_cli(SOURCE, *grid, "--out", str(tmp_path / "there"), "--scheduler", cluster.scheduler_address)
+        assert p.returncode == 0, p.stderr
+        ran = client.run_on_scheduler(lambda dask_scheduler: {     # tasks that finished, by prefix
+            name: tp.state_counts["memory"] for name, tp in dask_scheduler.task_prefixes.items()})
+    assert ran.get("ibemu-point") == 4, ran                 # 2 windows x 2 seeds, on the cluster
+    assert "4 points: 4 ran, 0 reused, 0 failed" in p.stdout
+    here = _sweep_cli(SOURCE, *grid, "--out", str(tmp_path / "here"), "--scheduler", "sync")
+    assert here.returncode == 0, here.stderr
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith(("wall_s", "cpu_s"))} for r in rows]
+    there_rows = _csv(tmp_path / "there" / "sweep.csv")
+    assert len(there_rows) == 4 and {r["status"] for r in there_rows} == {"ok"}
+    assert strip(there_rows) == strip(_csv(tmp_path / "here" / "sweep.csv"))
+    assert strip(_csv(tmp_path / "there" / "aggregate.csv")) == strip(_csv(tmp_path / "here" / "aggregate.csv"))
+
+
+def _closed_port() -> int:
+    """A TCP port on the loopback that nothing listens on (bound, then released)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_fails_fast_with_one_line(tmp_path, capsys):
+    import time
+    address = "tcp://127.0.0.1:%d" % _closed_port()
+    args = ["sweep", SOURCE, "--grid", "flow[1].window=1,2", "--out", str(tmp_path / "sw"), "-q",
+            "--scheduler", address]
+    t0 = time.monotonic()
+    code = main(args)                          # the default connect timeout, CONNECT_TIMEOUT = 5 s
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert code == 2
+    assert took < S.CONNECT_TIMEOUT + 5, took   # not Dask's own 30 s
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--scheduler %s: cannot reach the Dask scheduler within 5 s" % address in err
+    assert not (tmp_path / "sw" / "sweep.csv").exists()
+    t0 = time.monotonic()
+    assert main([*args, "--connect-timeout", "1"]) == 2
+    assert time.monotonic() - t0 < 1 + 4
+    assert "within 1 s" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        main([*args, "--connect-timeout", "0"])
+    assert bad.value.code == 2 and "--connect-timeout: must be more than 0" in capsys.readouterr().err

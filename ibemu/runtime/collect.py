@@ -59,10 +59,12 @@ class Outcome:
 
 def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float, port_base: int,
             pcap: str | Path | None = None, window: tuple[int, int] | None = None,
-            integrity: bool = False, out: Path | None = None, budget: Budget | None = None) -> WallResult:
+            integrity: bool = False, out: Path | None = None, budget: Budget | None = None,
+            who: str = "worker") -> WallResult:
     """Merge the workers' parts into a :class:`WallResult`; with *out*, write the output
     folder (results.json says ``"completed": false`` when the run did not end well, and
-    ``"valid": false`` with ``validity`` when it strayed beyond *budget*: :func:`.pace.verdict`)."""
+    ``"valid": false`` with ``validity`` when it strayed beyond *budget*: :func:`.pace.verdict`,
+    whose reason calls a worker *who*)."""
     ws = outcome.workers
     parts = [w.data or read_part(w.part) for w in ws]     # the file: a worker that died late
     metrics = new_metrics(scn)
@@ -73,7 +75,7 @@ def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float,
     runtime["pace"] = outcome.pace
     if outcome.pace != "free":
         runtime["pause_s"] = outcome.pause_s
-    validity = verdict(runtime, budget)
+    validity = verdict(runtime, budget, who)
     completed = (not outcome.interrupted and outcome.failed is None
                  and all(p and p["completed"] for p in parts))
     error = outcome.error

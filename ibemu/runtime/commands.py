@@ -77,6 +77,17 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
                    help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="wall clock: do not ask for real-time scheduling for the workers")
+    add_validity_options(p, pace=True)
+    if watchdog:
+        from .workers import WATCHDOG
+        p.add_argument("--watchdog", type=_watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
+                       help="wall clock: a worker silent (no heartbeat) this long is reported as hung "
+                            "and the run stops with partial results (default %g)" % WATCHDOG)
+
+
+def add_validity_options(p: argparse.ArgumentParser, pace: bool) -> None:
+    """--lag-budget / --slip-budget / --allow-late, and with *pace* --pace / --pace-bound
+    (one host's workers sharing a pause file): ``run``, ``fidelity``, ``node --mpi``."""
     from .pace import LAG_BUDGET_PS, PACE_BOUND_PS, PACE_MODES, SLIP_BUDGET_PS, format_time
     v = p.add_argument_group("wall clock: validity (issue 16; the README's \"Never silently wrong\")")
     v.add_argument("--lag-budget", type=_budget_time, default=LAG_BUDGET_PS, metavar="TIME",
@@ -88,6 +99,8 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
     v.add_argument("--allow-late", action="store_true",
                    help="accept an invalid run: results.json still says \"valid\": false, but the exit "
                         "status is 0 (without it an invalid run exits 4)")
+    if not pace:
+        return
     v.add_argument("--pace", choices=PACE_MODES, default="free",
                    help="free: each worker keeps its own pace (default); together: every worker waits "
                         "for a late one, so the run stays valid and takes longer")
@@ -95,11 +108,6 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
                    help="--pace together: how far (emulated time) a worker may fall behind before every "
                         "worker waits for it (default %s; larger is faster and less exact)"
                         % format_time(PACE_BOUND_PS))
-    if watchdog:
-        from .workers import WATCHDOG
-        p.add_argument("--watchdog", type=_watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
-                       help="wall clock: a worker silent (no heartbeat) this long is reported as hung "
-                            "and the run stops with partial results (default %g)" % WATCHDOG)
 
 
 def capture_hint(pcap: str | Path) -> str:
@@ -200,6 +208,7 @@ def add_node_parser(sub: Subparsers) -> None:
     m.add_argument("--watchdog", type=_watchdog_seconds, default=None, metavar="SECONDS",
                    help="--mpi: a worker silent this long counts as hung")
     m.add_argument("--no-plots", action="store_true", help="--mpi: skip the PNG plots")
+    add_validity_options(n, pace=False)
     n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--part", help=argparse.SUPPRESS)
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
@@ -255,10 +264,12 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 def _node_mpi(args: argparse.Namespace) -> int:
     """``ibemu node`` as a rank of an MPI job (:mod:`.mpi`): exit 0, 1 when a rank's
-    worker failed (partial results), 2 bad input."""
+    worker failed (partial results), 2 bad input, 4 beyond the lag or slip budget
+    without ``--allow-late`` (every rank the same status)."""
     from ..results import format_summary_table
     from ..results.summary import link_levels
-    from .mpi import run_mpi
+    from .mpi import end_orphaned, run_mpi
+    from .pace import format_verdict
     from .report import format_runtime_line
     from .workers import WATCHDOG, WallRunError
     scn = _load(args)
@@ -267,11 +278,16 @@ def _node_mpi(args: argparse.Namespace) -> int:
     out = args.out or "runs/%s" % scn.name
     try:
         run = run_mpi(scn, out_dir=out, pcap=args.pcap, dilation=args.dilation, port_base=args.port_base,
-                      iface=args.iface, realtime=args.realtime, watchdog=args.watchdog or WATCHDOG)
+                      iface=args.iface, realtime=args.realtime, watchdog=args.watchdog or WATCHDOG,
+                      budget=_budget(args), allow_late=args.allow_late)
     except WallRunError as e:
         print("ibemu node: %s" % e, file=sys.stderr)
         return 1
     if run.rank != 0:
+        if run.message:
+            print("ibemu node: rank %d: %s" % (run.rank, run.message), file=sys.stderr, flush=True)
+        if run.orphaned:
+            end_orphaned(run.status)
         return run.status
     if run.message:
         print("ibemu node: %s" % run.message, file=sys.stderr)
@@ -286,6 +302,11 @@ def _node_mpi(args: argparse.Namespace) -> int:
         print("results in %s/" % out)
         if args.pcap:
             print(capture_hint(args.pcap))
+    if run.orphaned:
+        end_orphaned(run.status)
+    if run.validity and not run.message:
+        print(format_verdict(run.validity, args.allow_late, together=False),
+              file=sys.stdout if run.validity["valid"] else sys.stderr)
     return run.status
 
 

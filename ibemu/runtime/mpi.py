@@ -11,23 +11,40 @@ Every rank (mpi4py's ``COMM_WORLD``) does what the local controller
    rank sees the same addresses, else its address nearest the other ranks'); the ranks
    ``allgather`` them with their port counts, the first rank on each address picks a
    free block of UDP ports there, and every rank builds the same address map
-   (``"node:port" -> "host:udp"``); rank 0's run secret is broadcast;
+   (``"node:port" -> "host:udp"``); rank 0's run secret is broadcast, and every rank
+   opens its lifeline to rank 0 (:mod:`.lifeline`: a TCP connection, the ranks' only
+   channel while the emulation runs, when no MPI call is made);
 3. starts its worker process (``ibemu node --control``, :mod:`.workers`, as the local
    controller does) and waits until it has bound its sockets; the ranks then meet on an
    ``allgather`` of their readiness (the start barrier) and each starts its worker
    :data:`START_DELAY` after it on its own clock, so no agreed Unix time (and no clock
    synchronisation between hosts) is needed;
-4. watches its worker (death, the heartbeat watchdog) and the other ranks: a rank whose
-   worker fails tells every other rank (a message with tag :data:`TAG_FAILED`), and
-   each stops its worker, which writes what it recorded;
+4. watches its worker (death, the heartbeat watchdog) and its lifelines: a rank whose
+   worker fails tells rank 0, which tells every other rank, and each stops its worker,
+   which writes what it recorded;
 5. sends rank 0 its part, its capture part and its last emulated time (``gather``);
    rank 0 merges them (:func:`.collect.collect`) into one output folder and one capture,
-   as a local run does, with the ranks' last emulated times in ``runtime.ranks``.
+   as a local run does, with the ranks' last emulated times in ``runtime.ranks``;
+6. judges the run as ``ibemu run --clock wall`` does (:func:`.pace.verdict`, issue 16):
+   the ranks ``allgather`` their largest lag and slip, so every rank reaches the same
+   verdict and exits with the same status, :data:`~.pace.EXIT_INVALID` for a run beyond
+   its budgets unless late results are allowed; rank 0 writes it into results.json
+   (``valid``, ``validity``, the late ones named as ranks).
 
 A rank whose worker dies ends the job with a message naming the rank, its host, its
-nodes and the worker's exit status, and partial outputs (``"completed": false``, exit
-status 1 from every rank).  A rank process that is itself killed is the MPI launcher's
-business: mpiexec (or srun) ends the whole job and says which rank died.
+nodes and the worker's exit status, and partial outputs (``"completed": false``,
+``"valid": false`` with that rank as the reason, exit status 1 from every rank).
+
+A rank *process* that dies (killed, its host lost) closes its lifeline.  If the launcher
+lets the other ranks live on -- ``srun`` does unless ``--kill-on-bad-exit``; MPICH's
+``mpiexec -disable-auto-cleanup``; by default hydra SIGKILLs the whole job at once, and
+then nothing can be written -- rank 0 names the dead rank, tells the others to stop,
+receives their parts over the lifelines (no MPI call: see :mod:`.lifeline`) and writes the
+partial outputs as above; every living rank exits 1.  If rank 0 itself dies, there is no
+merged output: each living rank writes its own part into its ``--out``
+(``rank<N>.json``, and ``rank<N>.pcap`` with ``--pcap``), says so, and exits 1.  A rank
+dying during the final exchange (after the emulation, a fraction of a second) ends the
+job without outputs: MPI collectives cannot survive it.
 """
 from __future__ import annotations
 
@@ -39,7 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +69,18 @@ from . import DEFAULT_DILATION
 from .addrmap import new_key, port_keys, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
+from .lifeline import Event, Lifelines
 from .merge import read_part
+from .pace import EXIT_INVALID, Budget, verdict
 from .partition import partition
 from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
 
-__all__ = ["run_mpi", "under_mpi", "local_address", "interface_addresses", "RankPart", "TAG_FAILED",
+__all__ = ["run_mpi", "end_orphaned", "under_mpi", "local_address", "interface_addresses", "RankPart",
            "START_DELAY", "MpiRun"]
 
-TAG_FAILED = 17
-"""The tag of "my worker failed" messages between ranks."""
+PART_TIMEOUT = 20.0
+"""Seconds rank 0 waits for the living ranks' parts after a rank process died."""
 START_DELAY = 0.5
 """Wall seconds from the start barrier to the start of the emulation on every rank."""
 LAUNCHER_ENV = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALRANKID")
@@ -146,7 +165,8 @@ class RankPart:
 
     def label(self) -> str:
         names = ", ".join(self.nodes[:6]) + (", ..." if len(self.nodes) > 6 else "")
-        return "rank %d (host %s, worker pid %d; nodes %s)" % (self.index, self.host, self.pid, names)
+        pid = ", worker pid %d" % self.pid if self.pid else ""
+        return "rank %d (host %s%s; nodes %s)" % (self.index, self.host, pid, names)
 
     def error_text(self) -> str:
         return self.error
@@ -154,12 +174,18 @@ class RankPart:
 
 @dataclass
 class MpiRun:
-    """What :func:`run_mpi` returns on every rank: the exit status, and on rank 0 the
-    merged result."""
+    """What :func:`run_mpi` returns on every rank: the exit status (0, 1 a rank failed,
+    :data:`~.pace.EXIT_INVALID` beyond the budgets and late results not allowed), the
+    verdict on the run (every rank's lag and slip, :func:`.pace.verdict`: the same on
+    every rank), and on rank 0 the merged result."""
     status: int
     rank: int
     result: WallResult | None = None
     message: str = ""
+    validity: dict[str, Any] = field(default_factory=dict)
+    orphaned: bool = False
+    """A rank process died: MPI cannot be finalized (it would wait for the dead rank,
+    as srun's PMI does), so the process ends without it (:func:`end_orphaned`)."""
 
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool) -> list[str]:
@@ -211,28 +237,28 @@ def _plan_addresses(comm: Any, fabric: Any, groups: list[list[str]], iface: str 
     return amap, [h for h, _, _ in hosts]
 
 
-def _wait(comm: Any, pool: WorkerPool, watch: float) -> tuple[Worker | None, str]:
-    """Pump the worker until it is done, it fails or another rank reports a failure;
-    (our failed worker, another rank's failure text)."""
-    from mpi4py import MPI
-    status = MPI.Status()
+def _wait(pool: WorkerPool, watch: float, lines: Lifelines) -> tuple[Worker | None, Event | None]:
+    """Pump the worker until it is done, it fails, or a lifeline says something (a rank's
+    worker failed, a rank process is gone); (our failed worker, the lifeline's event).
+    No MPI call here (:mod:`.lifeline`)."""
     while True:
         failed = pool.pump(watch)
         if failed is not None:
-            return failed, ""
-        if comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_FAILED, status=status):
-            text = comm.recv(source=status.Get_source(), tag=TAG_FAILED)
-            return None, str(text)
+            return failed, None
+        for event in lines.poll():
+            return None, event
         if all(w.done for w in pool.workers):
-            return None, ""
+            return None, None
 
 
 def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Path | None = None,
             dilation: float = DEFAULT_DILATION, port_base: int = DEFAULT_PORT_BASE, iface: str | None = None,
             realtime: bool = True, watchdog: float = WATCHDOG, window: tuple[int, int] | None = None,
-            announce: bool = True) -> MpiRun:
+            announce: bool = True, budget: Budget | None = None, allow_late: bool = False) -> MpiRun:
     """Run *scn* in real time over the ranks of ``MPI.COMM_WORLD``, one part per rank
-    (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*."""
+    (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*.
+    *budget*, *allow_late*: the verdict and exit status of ``ibemu run --clock wall``
+    (:mod:`.pace`), from every rank's largest lag and slip."""
     comm = _comm()
     rank, size = comm.Get_rank(), comm.Get_size()
     if rank == 0:
@@ -243,8 +269,27 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
         raise UserError("%d ranks but %s has only %d parts to run (at most one rank per part): use mpiexec -n %d"
                         % (size, scn.name, len(groups), len(groups)))
     amap, hosts = _plan_addresses(comm, fabric, groups, iface, port_base)
+    _survive_failure_notice()
     key = comm.bcast(new_key() if rank == 0 else None, root=0)
+    srv = Lifelines.listen(hosts[0]) if rank == 0 else None
+    port = comm.bcast(srv.getsockname()[1] if srv is not None else None, root=0)
+    lines = (Lifelines.accept(srv, size, key) if srv is not None
+             else Lifelines.connect(rank, hosts[0], port, key))
+    try:
+        return _run_rank(comm, scn, fabric, groups, hosts, amap, key, lines, out_dir=out_dir, pcap=pcap,
+                         dilation=dilation, port_base=port_base, realtime=realtime, watchdog=watchdog, window=window,
+                         announce=announce, budget=budget, allow_late=allow_late)
+    finally:
+        lines.close()
 
+
+def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], hosts: list[str],
+              amap: dict[tuple[str, int], tuple[str, int]], key: bytes, lines: Lifelines, *,
+              out_dir: str | Path | None, pcap: str | Path | None, dilation: float,
+              port_base: int, realtime: bool, watchdog: float, window: tuple[int, int] | None, announce: bool,
+              budget: Budget | None, allow_late: bool) -> MpiRun:
+    """:func:`run_mpi` once the ranks know their parts, addresses, key and lifelines."""
+    rank, size = comm.Get_rank(), comm.Get_size()
     out = Path(out_dir) if out_dir is not None else None
     if rank == 0 and out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -253,7 +298,7 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
     write_map(mapfile, amap)
     write_scenario(scnfile, scn)
     args = _worker_args(scnfile, mapfile, dilation, realtime)
-    other_error = ""
+    other_error, error, dead, said = "", "", -1, ""
     t_wall = time.perf_counter()
     with WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
         pool.spawn([groups[rank]])
@@ -273,30 +318,128 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
                                                        worker.proc.pid, scn.duration / 1e9, dilation,
                                                        scn.duration * dilation / 1e12),
                       file=sys.stderr, flush=True)
-            failed, other_error = _wait(comm, pool, 0.1)
-        error = ""
+            failed, event = _wait(pool, 0.1, lines)
+            if event is not None and event.kind == "failed":       # a rank's worker failed
+                other_error = str(event.payload)
+                if rank == 0:                        # tell the others (not the one that told us)
+                    lines.send("failed", event.rank, other_error, to=[r for r in lines.alive() if r != event.rank])
+            elif event is not None:                  # "dead" (its lifeline closed) or "stop" (rank 0 says)
+                dead = event.rank
+                said = "rank %d (host %s; nodes %s) died: its process ended" % (
+                    dead, hosts[dead], ", ".join(groups[dead][:6]) + (", ..." if len(groups[dead]) > 6 else ""))
+                if rank == 0:                        # (nothing printed before the outputs are written:
+                    lines.send("stop", dead)         # MPICH's mpiexec kills a rank that writes to stderr
+                                                     # after another died, even with -disable-auto-cleanup)
         if failed is not None:
             error = failed.error_text()
             said = states[rank] or "%s %s" % (RankPart(rank, groups[rank], hosts[rank], failed.proc.pid, None,
                                                        failed.part, failed.pcap).label(), error)
             print("ibemu: %s; stopping the other ranks" % said, file=sys.stderr, flush=True)
-            for r in range(size):                    # tell the others: they stop and keep what they have
-                if r != rank and not states[rank]:   # (before the start, the barrier told them)
-                    comm.send(said, dest=r, tag=TAG_FAILED)
+            if not states[rank]:                     # (before the start, the barrier told them)
+                lines.send("failed", rank, said)     # rank 0 passes it on to the others
         pool.stop(STOP_GRACE)
     wall = time.perf_counter() - t_wall
     data = worker.data or read_part(worker.part)
     cap = worker.pcap.read_bytes() if worker.pcap is not None and worker.pcap.exists() else None
     last_t = int(data["runtime"].get("emulated_ps", worker.t)) if data and data.get("runtime") else worker.t
+    if dead >= 0:                                    # a rank process died: no MPI call from here on
+        mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
+                "pcap": cap, "t": last_t, "error": ""}
+        return _after_death(rank, size, scn, fabric, dead, said, mine, lines, groups, hosts, workdir, out, pcap,
+                            dilation, wall, window, port_base, budget)
     times = comm.allgather(last_t)                   # the ranks' last emulated times, known to all
+    st = (data or {}).get("runtime") or {}
+    paces = comm.allgather((int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0))))
+    validity = verdict({"max_slip_ps": max(sl for _, sl in paces),
+                        "workers": [{"worker": r, "max_lag_ps": lag} for r, (lag, _) in enumerate(paces)]},
+                       budget, who="rank")
     mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
             "pcap": cap, "t": times[rank], "error": error}
     everything = comm.gather(mine, root=0)
-    _drain(comm)
     status = 1 if comm.allreduce(1 if (error or other_error) else 0) else 0
+    if not status and not validity["valid"] and not allow_late:
+        status = EXIT_INVALID
     if rank != 0:
-        return MpiRun(status, rank)
-    return _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base)
+        return MpiRun(status, rank, validity=validity)
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget)
+    run.status = status                              # the same on every rank
+    run.validity = validity if run.message == "" else run.validity      # a failed rank: partial, not valid
+    return run
+
+
+def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, said: str, mine: dict[str, Any],
+                 lines: Lifelines, groups: list[list[str]], hosts: list[str], workdir: Path, out: Path | None,
+                 pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
+                 port_base: int, budget: Budget | None) -> MpiRun:
+    """A rank process died (*dead*; this rank's worker is stopped): no MPI call any more,
+    only the lifelines.  Rank 0 receives the other living ranks' parts and writes the
+    partial outputs, marked ``"completed": false`` and ``"valid": false`` with the dead
+    rank as the reason; another rank sends rank 0 its part; when rank 0 is the dead one,
+    each rank writes its own part into its --out (``rank<N>.json``, ``rank<N>.pcap``)."""
+    if rank != 0 and dead != 0:
+        lines.send("part", rank, mine)
+        _rmtree(workdir)
+        return MpiRun(1, rank, orphaned=True)        # rank 0 tells what happened
+    if rank != 0:                                    # rank 0 is gone: keep this rank's part here
+        msg = "%s; no merged output (rank 0 writes it)" % said
+        if out is not None:
+            import json
+
+            from ..atomic import atomic_open, atomic_write_text
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(out / ("rank%d.json" % rank), json.dumps(
+                {k: v for k, v in mine.items() if k != "pcap"}, indent=1))
+            if mine["pcap"] is not None:
+                with atomic_open(out / ("rank%d.pcap" % rank), "wb") as f:
+                    f.write(mine["pcap"])
+            msg += "; this rank's part in %s" % (out / ("rank%d.json" % rank))
+        _rmtree(workdir)
+        return MpiRun(1, rank, message=msg, orphaned=True)
+    everything = [mine]
+    deadline = time.monotonic() + PART_TIMEOUT
+    waiting = set(lines.alive())
+    while waiting and time.monotonic() < deadline:
+        for event in lines.poll(0.1):
+            if event.kind == "part" and isinstance(event.payload, dict):
+                everything.append(event.payload)
+            if event.kind in ("part", "dead"):
+                waiting.discard(event.rank)
+    have = {m["rank"] for m in everything}
+    for r in range(size):
+        if r not in have:
+            everything.append({"rank": r, "nodes": groups[r], "host": hosts[r], "pid": 0, "data": None,
+                               "pcap": None, "t": 0, "error": "died: its process ended" if r == dead else
+                               "its part did not reach rank 0"})
+    everything.sort(key=lambda m: int(m["rank"]))
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget,
+                  failed_rank=dead)
+    run.orphaned = True
+    return run
+
+
+def end_orphaned(status: int) -> None:
+    """End this rank's process with *status* without finalizing MPI (a rank died: see
+    :attr:`MpiRun.orphaned`); what it printed is flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    os._exit(status)
+
+
+def _survive_failure_notice() -> None:
+    """MPICH's mpiexec with ``-disable-auto-cleanup`` tells the living ranks that one
+    died with SIGUSR1, whose default action ends the process: ignore it here (the
+    lifelines tell this rank the same, :mod:`.lifeline`)."""
+    import signal
+    if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _wait_ready(pool: WorkerPool) -> Worker | None:
@@ -312,19 +455,12 @@ def _wait_ready(pool: WorkerPool) -> Worker | None:
     return None
 
 
-def _drain(comm: Any) -> None:
-    """Receive the failure messages nobody read (a rank that had finished)."""
-    from mpi4py import MPI
-    comm.Barrier()
-    status = MPI.Status()
-    while comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_FAILED, status=status):
-        comm.recv(source=status.Get_source(), tag=TAG_FAILED)
-
-
 def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdir: Path, out: Path | None,
             pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
-            port_base: int) -> MpiRun:
-    """Rank 0: the ranks' parts merged into one result, output folder and capture."""
+            port_base: int, budget: Budget | None, failed_rank: int | None = None) -> MpiRun:
+    """Rank 0: the ranks' parts merged into one result, output folder and capture.  A run
+    with a failed rank (*failed_rank*, else the first with an error) is partial: not
+    completed, and not valid, with that rank as the reason."""
     parts: list[RankPart] = []
     for m in everything:
         cap_path = None
@@ -333,26 +469,30 @@ def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdi
             cap_path.write_bytes(m["pcap"])
         parts.append(RankPart(m["rank"], m["nodes"], m["host"], m["pid"], m["data"],
                               workdir / ("rank%d.json" % m["rank"]), cap_path, m["t"], m["error"]))
-    failed = next((p for p in parts if p.error), None)
+    failed = next((p for p in parts if p.index == failed_rank or (failed_rank is None and p.error)), None)
     outcome = Outcome(parts, wall, False, failed)     # type: ignore[arg-type]   # RankPart reads as a Worker
     recorded = any(p.data is not None for p in parts)
     with atomic_batch():
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=port_base, pcap=pcap if recorded else None,
-                         window=window, out=out if recorded else None)
+                         window=window, out=out if recorded else None, budget=budget, who="rank")
     result.runtime["ranks"] = [{"rank": p.index, "host": p.host, "nodes": p.nodes, "last_t_ps": p.t,
-                                "completed": bool(p.data and p.data.get("completed"))} for p in parts]
+                                "completed": bool(p.data and p.data.get("completed")), "error": p.error or None}
+                               for p in parts]
+    if failed is not None:
+        result.validity = dict(result.validity, valid=False, reason="partial results: %s %s" % (
+            failed.label(), failed.error))
     if out is not None and recorded:
-        _add_ranks(out, result.runtime["ranks"])
-    import shutil
-    shutil.rmtree(workdir, ignore_errors=True)
+        _add_ranks(out, result.runtime["ranks"], result.validity)
+    _rmtree(workdir)
     if failed is not None:
         where = " ; partial results in %s/" % out if out is not None and recorded else ""
-        return MpiRun(1, 0, result, "%s %s%s" % (failed.label(), failed.error, where))
-    return MpiRun(0, 0, result)
+        return MpiRun(1, 0, result, "%s %s%s" % (failed.label(), failed.error, where), validity=result.validity)
+    return MpiRun(0, 0, result, validity=result.validity)
 
 
-def _add_ranks(out: Path, ranks: list[dict[str, Any]]) -> None:
-    """results.json's ``extra.runtime.ranks``: each rank's host, nodes and last emulated time."""
+def _add_ranks(out: Path, ranks: list[dict[str, Any]], validity: dict[str, Any]) -> None:
+    """results.json's ``extra.runtime.ranks`` (each rank's host, nodes and last emulated
+    time) and the verdict (``extra.valid``, ``extra.validity``)."""
     import json
 
     from ..atomic import atomic_write_text
@@ -360,4 +500,6 @@ def _add_ranks(out: Path, ranks: list[dict[str, Any]]) -> None:
     res = json.loads(path.read_text(encoding="utf-8"))
     res["extra"]["runtime"]["ranks"] = ranks
     res["extra"]["mpi_ranks"] = len(ranks)
+    res["extra"]["valid"] = bool(validity.get("valid", True))
+    res["extra"]["validity"] = validity
     atomic_write_text(path, json.dumps(res, indent=1))

@@ -75,11 +75,12 @@ class Budget:
     slip_ps: int = SLIP_BUDGET_PS
 
 
-def verdict(runtime: dict[str, Any], budget: Budget | None = None) -> dict[str, Any]:
+def verdict(runtime: dict[str, Any], budget: Budget | None = None, who: str = "worker") -> dict[str, Any]:
     """The verdict on a wall-clock run from its ``runtime`` table
     (:func:`ibemu.runtime.merge.merge_runtime`): ``valid``, the ``reason`` (None when
     valid), the measured ``max_lag_ps`` (and the ``late_workers`` beyond the budget) and
-    ``max_slip_ps``, and the budgets applied."""
+    ``max_slip_ps``, and the budgets applied.  *who*: what the reason calls a worker
+    (``"rank"`` under MPI, :mod:`.mpi`, where each rank runs one)."""
     budget = budget or Budget()
     workers = runtime.get("workers", [])
     lags = {w["worker"]: int(w.get("max_lag_ps", 0)) for w in workers}
@@ -88,8 +89,8 @@ def verdict(runtime: dict[str, Any], budget: Budget | None = None) -> dict[str, 
     late = sorted(i for i, lag in lags.items() if lag > budget.lag_ps)
     reasons = []
     if late:
-        reasons.append("worker %s fell %s behind the wall clock (budget %s)" % (
-            ", ".join(map(str, late)), format_time(max_lag), format_time(budget.lag_ps)))
+        reasons.append("%s %s fell %s behind the wall clock (budget %s)" % (
+            who, ", ".join(map(str, late)), format_time(max_lag), format_time(budget.lag_ps)))
     if max_slip > budget.slip_ps:
         reasons.append("a frame between processes arrived %s behind its receiver (budget %s)" % (
             format_time(max_slip), format_time(budget.slip_ps)))
@@ -98,15 +99,16 @@ def verdict(runtime: dict[str, Any], budget: Budget | None = None) -> dict[str, 
             "lag_budget_ps": budget.lag_ps, "slip_budget_ps": budget.slip_ps}
 
 
-def format_verdict(v: dict[str, Any], allowed: bool = False) -> str:
-    """The summary's line on the verdict."""
+def format_verdict(v: dict[str, Any], allowed: bool = False, together: bool = True) -> str:
+    """The summary's line on the verdict.  *together*: ``--pace together`` is a remedy
+    (one host's workers; not under MPI)."""
     if v["valid"]:
         return "valid: largest lag %s, largest slip %s (budgets %s, %s)" % (
             format_time(v["max_lag_ps"]), format_time(v["max_slip_ps"]),
             format_time(v["lag_budget_ps"]), format_time(v["slip_budget_ps"]))
     tail = ("late results allowed (--allow-late)" if allowed else
-            "exit status %d; use a larger --dilation, --pace together, or --allow-late to accept them"
-            % EXIT_INVALID)
+            "exit status %d; use a larger --dilation%s or --allow-late to accept them"
+            % (EXIT_INVALID, ", --pace together," if together else ""))
     return "INVALID: %s: this machine is too slow for the dilation; %s" % (v["reason"], tail)
 
 

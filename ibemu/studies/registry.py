@@ -124,12 +124,14 @@ def departures(rows: list[Row]) -> list[Row]:
 
 
 def main(which: str | None, out_dir: str | Path | None = None, list_only: bool = False,
-         full: bool = False, scheduler: str | None = None, workers: int | None = None) -> int:
+         full: bool = False, scheduler: str | None = None, workers: int | None = None,
+         connect_timeout: float | None = None) -> int:
     """``ibemu reproduce [ID|all]``: exit status 1 when a figure is outside its range.
 
     *scheduler* (issue 17 Deliver 2): where the runs of a figure's sweep go
     (:meth:`RunCache.map`): ``"sync"`` one after another here, ``"local"`` a local Dask
-    cluster of *workers* processes (default one per core), or a Dask scheduler's address.
+    cluster of *workers* processes (default one per core), or a Dask scheduler's address
+    (reached within *connect_timeout* seconds, default :data:`.sweep.CONNECT_TIMEOUT`).
     Default: ``"local"`` with *full* (the papers' sweeps), ``"sync"`` without."""
     if list_only or not which:
         for r in REPRODUCTIONS:
@@ -140,9 +142,9 @@ def main(which: str | None, out_dir: str | Path | None = None, list_only: bool =
     for i in ids:
         if i not in BY_ID:
             raise UserError("unknown reproduction %r (known: %s, all)" % (i, ", ".join(BY_ID)))
-    from .sweep import LOCAL, SYNC, DaskPool
+    from .sweep import CONNECT_TIMEOUT, LOCAL, SYNC, DaskPool
     scheduler = scheduler or (LOCAL if full else SYNC)
-    pool = None if scheduler == SYNC else DaskPool(scheduler, workers)
+    pool = None if scheduler == SYNC else DaskPool(scheduler, workers, connect_timeout or CONNECT_TIMEOUT)
     failed = 0
     cache = RunCache(mapper=None if pool is None else pool.map)      # owned by this invocation
     try:

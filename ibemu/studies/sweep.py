@@ -42,11 +42,14 @@ from typing import Any
 from ..errors import UserError
 
 __all__ = ["Point", "SweepResult", "DaskPool", "parse_values", "plan", "headline", "run_point", "run_sweep",
-           "aggregate", "write_tables", "plot_sweep", "SEED_KEY", "LOCAL", "SYNC"]
+           "aggregate", "write_tables", "plot_sweep", "SEED_KEY", "LOCAL", "SYNC", "CONNECT_TIMEOUT"]
 
 SEED_KEY = "scenario.seed"
 LOCAL, SYNC = "local", "sync"
 """``scheduler`` values: a new local Dask cluster (the default), or no Dask at all."""
+CONNECT_TIMEOUT = 5.0
+"""Seconds to reach an existing Dask scheduler (``--connect-timeout``) before giving up:
+a closed port or a wrong host fails in this time, not Dask's own 30 s."""
 
 Row = dict[str, Any]
 
@@ -309,14 +312,20 @@ class _Sync:
         pass
 
 
+def _warm() -> None:
+    """A new worker's imports of what a point runs, before the first point."""
+    from .. import run, scenario   # noqa: F401
+
+
 class DaskPool:
     """A Dask client: a new local cluster (``address="local"``: one single-threaded
     worker process per core, or *workers*) or the scheduler at *address*
-    (``tcp://host:8786``).  :meth:`map` runs a function over items on it (``ibemu
-    reproduce --full``); :func:`run_sweep` submits its points one by one.  A context
-    manager: the local cluster ends with it."""
+    (``tcp://host:8786``), given up after *connect_timeout* seconds.  :meth:`map` runs a
+    function over items on it (``ibemu reproduce --full``); :func:`run_sweep` submits its
+    points one by one.  A context manager: the local cluster ends with it."""
 
-    def __init__(self, address: str = LOCAL, workers: int | None = None) -> None:
+    def __init__(self, address: str = LOCAL, workers: int | None = None,
+                 connect_timeout: float = CONNECT_TIMEOUT) -> None:
         import logging
 
         from distributed import Client, LocalCluster
@@ -326,11 +335,15 @@ class DaskPool:
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                         dashboard_address=None, silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
+            self.client.run(_warm)          # every worker imports the engine now, all at once
         else:
             try:
-                self.client = Client(address, timeout=30)
+                self.client = Client(address, timeout=connect_timeout)
             except (OSError, TimeoutError, ValueError) as e:
-                raise UserError("--scheduler %s: cannot reach the Dask scheduler (%s)" % (address, e)) from None
+                why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise UserError("--scheduler %s: cannot reach the Dask scheduler within %g s (%s); is it running, "
+                                "and is the address right? (--connect-timeout to wait longer)"
+                                % (address, connect_timeout, why)) from None
         self.futures: dict[Any, int] = {}
 
     def __enter__(self) -> DaskPool:
@@ -373,12 +386,14 @@ class DaskPool:
 def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: Sequence[str] = (),
               scheduler: str = LOCAL, workers: int | None = None, window_ms: tuple[float, float] | None = None,
               plots: bool = False, progress: bool | None = None,
-              on_row: Callable[[Point, Row], None] | None = None) -> SweepResult:
+              on_row: Callable[[Point, Row], None] | None = None,
+              connect_timeout: float = CONNECT_TIMEOUT) -> SweepResult:
     """Run *points* of the scenario *source* (each with the *common* overrides first)
     into *out* and write the sweep's tables; points finished by an earlier sweep into
     *out* are reused, not run.  *scheduler*: ``"local"`` (a new local Dask cluster of
     *workers* processes, default one per core), ``"sync"`` (this process, one after
-    another) or a Dask scheduler's address (``tcp://host:8786``).  *on_row* is called
+    another) or a Dask scheduler's address (``tcp://host:8786``, reached within
+    *connect_timeout* seconds or a :class:`UserError`).  *on_row* is called
     with every point's row as it arrives (finished, reused or failed)."""
     t0 = time.perf_counter()
     refused = _pre_check(source, common, points)
@@ -423,7 +438,7 @@ def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: 
     runner: _Sync | DaskPool | None = None
     try:
         if todo:
-            runner = _Sync() if scheduler == SYNC else DaskPool(scheduler, workers)
+            runner = _Sync() if scheduler == SYNC else DaskPool(scheduler, workers, connect_timeout)
             for i in todo:
                 p = points[i]
                 runner.submit(i, run_point, source, [*common, *p.overrides()],
