@@ -34,8 +34,10 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, str, str, list[str]]]]] = {
     "fig2a": ("seed 003 Figure 2(a)", [("", "time (ms)", "normalized rate (fraction of link rate)", RATE)]),
     "fig3b": ("seed 003 Figure 3(b)", [("", "time (ms)", "normalized rate (fraction of link rate)", RATE)]),
     "fig4": ("seed 003 Figure 4: Comparison of Packet Marking Policies", [
-        (None, "", "fraction of link rate (Jain: index)",
-         ["root link", "local flows (aggregate)", "remote flows (aggregate)", "victim flow"])]),
+        (panel, "time (ms)", "normalized rate (fraction of link rate)", RATE)
+        for panel in ("(a) naive marking", "(b) input-triggered marking",
+                      "(c) input-output-triggered, output threshold 4",
+                      "(d) input-output-triggered, output threshold 8")]),
     "fig5": ("seed 003 Figure 5: Root link utilization and fairness between remote and local flows", [
         ("(a) root link utilization", "buffer size (packets)", "root link utilization",
          ["none (no output marking)", "output threshold 4", "output threshold 8"]),
@@ -71,8 +73,10 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, str, str, list[str]]]]] = {
 class FakeCache:
     """Every run of a sweep measures 0.5 (the plots' axes and series do not depend on it)."""
 
-    def map(self, fn: Any, items: list[Any]) -> list[dict[str, float]]:
-        return [defaultdict(lambda: 0.5) for _ in items]
+    def map(self, fn: Any, items: list[Any]) -> list[dict[str, Any]]:
+        t = np.arange(0.1, 60, 0.2)
+        rates = {"t_ms": t, **{name: np.full(len(t), 0.5) for name in RATE}}
+        return [defaultdict(lambda: 0.5, rates=rates) for _ in items]
 
     def get_many(self, keys: list[Any], fn: Any, items: list[Any]) -> list[dict[str, Any]]:
         wire = {f: np.full(100, 0.3) for f in ("XY", "BD", "CD", "AD")}
