@@ -106,6 +106,21 @@ def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes:
     return lfts
 
 
+def routing_notes(scn: Scenario) -> list[str]:
+    """What routing *scn* falls back to, as OpenSM would (the notes of
+    :func:`scenario_routes`): an engine of an opensm.conf engine list that failed, and
+    updn with no root switch found.  Empty, and nothing computed, when no fallback is
+    possible (a single engine, or updn with roots given); otherwise the LFTs are computed
+    once more here, so that ``ibemu run`` can say so before the run (:func:`build_fabric`
+    keeps no notes)."""
+    rs = scn.routing
+    if not rs.fallback and not (rs.engine == "updn" and not rs.roots):
+        return []
+    notes: list[str] = []
+    scenario_routes(scn, notes=notes, check=False)
+    return notes
+
+
 def _partitions(scn: Scenario, nodes) -> None:
     """P_Key tables of switch ports with inbound enforcement (HCAs build theirs)."""
     for s in scn.switches:

@@ -5,11 +5,15 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .core import VersionAction
 from .errors import OutputError, UserError
 from .validate import cli_number
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
 
 
 def _cmd_sample(args) -> int:
@@ -65,6 +69,18 @@ def opensm_note(scn) -> str | None:
     return "ibemu: opensm.conf: " + "; ".join(parts)
 
 
+def run_notes(scn: Scenario) -> list[str]:
+    """The lines ``ibemu run`` prints on stderr before the run: :func:`opensm_note`, then
+    one per routing fallback (:func:`ibemu.build.routing_notes`: an opensm.conf engine
+    list's engine that failed, updn with no root found), as ``ibemu routes`` prints them."""
+    from .build import routing_notes
+    note = opensm_note(scn)
+    lines = [note] if note else []
+    for n in routing_notes(scn):
+        lines.append("ibemu: " + (n if n.startswith("routing: ") else "routing: " + n))
+    return lines
+
+
 def _cmd_run(args) -> int:
     from .run import print_summary, run_virtual
     from .scenario import load_scenario
@@ -81,9 +97,9 @@ def _cmd_run(args) -> int:
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
     scn = load_scenario(source, overrides, memory_limit=args.max_memory)
-    note = opensm_note(scn)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    if not args.quiet:
+        for line in run_notes(scn):
+            print(line, file=sys.stderr)
     if args.no_plots:
         scn.output.plots = False
     args.out = args.out or default_out(scn.name)   # run_virtual and run_wall check the paths first

@@ -6,6 +6,7 @@ unknown or unmodelled engine name is one clear line."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from ibemu.build import scenario_routes
 from ibemu.cc.cca.opensm import OpenSMError, parse_opensm
 from ibemu.cc.cca.opensm_options import default_conf
-from ibemu.cli import opensm_note
+from ibemu.cli import main, opensm_note
 from ibemu.scenario import ScenarioError, scenario_from_dict
 from ibemu.scenario.ibnetdiscover import read_ibnetdiscover, topology_sections
 from ibemu.scenario.model import SWITCH_GUID_BASE
@@ -171,3 +172,63 @@ def test_unmodelled_engine_and_bad_lmc_are_errors(tmp_path):
         parse_opensm(default_conf({"lmc": "8"}))
     with pytest.raises(ScenarioError, match="the file engine needs lfts_file"):
         load(with_conf(fat_tree(), tmp_path, {"routing_engine": "file"}), tmp_path)
+
+
+def _toml(raw: dict) -> str:
+    """*raw* as TOML: tables of str/int/bool/list values, lists of tables inline."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, str)):
+            return json.dumps(v)
+        if isinstance(v, dict):
+            return "{" + ", ".join("%s = %s" % (k, value(x)) for k, x in v.items()) + "}"
+        return "[" + ", ".join(value(x) for x in v) + "]"
+
+    def table(name: str, d: dict) -> list[str]:
+        lines = ["[%s]" % name] if name else []
+        lines += ["%s = %s" % (k, value(v)) for k, v in d.items() if not isinstance(v, dict)]
+        for k, v in d.items():
+            if isinstance(v, dict):
+                lines += table(name + "." + k if name else k, v)
+        return lines
+    return "\n".join(table("", raw)) + "\n"
+
+
+def ring() -> dict:
+    """Three switches in a ring, one host each: no switch is 'the' root (each sees the CAs'
+    switches at 0, 1, 1 hops), so OpenSM's updn finds none and routes minhop."""
+    return {"scenario": {"name": "ring", "duration": "20us"},
+            "switch": [{"name": "R%d" % i} for i in range(3)],
+            "hca": [{"name": "H%d" % i} for i in range(3)],
+            "link": [{"a": "H%d" % i, "b": "R%d" % i} for i in range(3)]
+            + [{"a": "R%d" % i, "b": "R%d" % ((i + 1) % 3)} for i in range(3)],
+            "flow": [{"src": "H0", "dst": "H2", "pattern": "messages", "count": 1, "message_size": 256}],
+            "output": {"plots": False}}
+
+
+def _run_stderr(raw: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> list[str]:
+    path = tmp_path / "t.toml"
+    path.write_text(_toml(raw))
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), *flags]) == 0
+    return capsys.readouterr().err.splitlines()
+
+
+def test_run_prints_the_routing_fallbacks(tmp_path, capsys):
+    """``ibemu run`` says, one line each on stderr after its opensm.conf note, what
+    ``ibemu routes`` says: an engine of the opensm.conf list that failed, and updn with
+    no root found; --quiet says nothing; a routing that falls back to nothing says nothing."""
+    raw = with_conf(fat_tree(), tmp_path, {"routing_engine": "ftree,updn", "lmc": "1"})
+    err = [ln for ln in _run_stderr(raw, tmp_path, capsys) if ln.startswith("ibemu: ")]
+    assert len(err) == 2 and err[0].startswith("ibemu: opensm.conf: routing: engine ftree then updn then minhop")
+    assert err[1].startswith("ibemu: routing: ftree failed (routing: ftree supports LMC 0 only")
+    assert err[1].endswith("; trying updn (opensm.conf routing_engine)")
+    assert not [ln for ln in _run_stderr(raw, tmp_path, capsys, "--quiet") if ln.startswith("ibemu: ")]
+
+    err = _run_stderr(dict(ring(), routing={"engine": "updn"}), tmp_path, capsys)
+    assert [ln for ln in err if ln.startswith("ibemu: ")] == [
+        "ibemu: routing: updn: no root switch found, falling back to minhop (as OpenSM does)"]
+    for routing in ({"engine": "updn"}, {"engine": "minhop"}):      # fat tree: updn finds the spines
+        err = _run_stderr(dict(fat_tree(), routing=routing), tmp_path, capsys)
+        assert not [ln for ln in err if ln.startswith("ibemu: ")], routing
+    assert not [ln for ln in _run_stderr(ring(), tmp_path, capsys) if ln.startswith("ibemu: ")]

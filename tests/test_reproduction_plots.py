@@ -34,8 +34,10 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, str, str, list[str]]]]] = {
     "fig2a": ("seed 003 Figure 2(a)", [("", "time (ms)", "normalized rate (fraction of link rate)", RATE)]),
     "fig3b": ("seed 003 Figure 3(b)", [("", "time (ms)", "normalized rate (fraction of link rate)", RATE)]),
     "fig4": ("seed 003 Figure 4: Comparison of Packet Marking Policies", [
-        (None, "", "fraction of link rate (Jain: index)",
-         ["root link", "local flows (aggregate)", "remote flows (aggregate)", "victim flow"])]),
+        (panel, "time (ms)", "normalized rate (fraction of link rate)", RATE)
+        for panel in ("(a) naive marking", "(b) input-triggered marking",
+                      "(c) input-output-triggered, output threshold 4",
+                      "(d) input-output-triggered, output threshold 8")]),
     "fig5": ("seed 003 Figure 5: Root link utilization and fairness between remote and local flows", [
         ("(a) root link utilization", "buffer size (packets)", "root link utilization",
          ["none (no output marking)", "output threshold 4", "output threshold 8"]),
@@ -61,18 +63,22 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, str, str, list[str]]]]] = {
         ("(b) contributor flows A-D, B-D, C-D", "Marking_Rate", "total throughput (Gbps)", TIMERS)]),
     "dcms_fig5": ("seed 002 Figure 5: Scenario 1: Longer Low-MR duration threshold (12 sec)", [
         ("(a) per-flow throughput", "time (s; 1 s = 1 ms emulated)", "throughput (Gbps)", FLOWS),
-        ("(b) port counter growth rates", "time (s; 1 s = 1 ms emulated)", "counter growth rate (fraction)",
-         ["PortXmitCongTime (S2, 23): fraction of time", "PortXmitWait (S1, 15): fraction of time",
-          "PortXmitData (S1, 15): fraction of SDR"]),
-        ("", "", "Marking_Rate (S2, 23)", ["Marking_Rate (S2, 23)"])]),
+        ("(b) port counter growth rates", "time (s; 1 s = 1 ms emulated)",
+         "growth rate (ticks/s; tick = 22 ns, the testbed's)",
+         ["PortXmitCongTime (S2, 23), ticks/s", "PortXmitWait (S1, 15), ticks/s",
+          "PortXmitData (S1, 15), words/s"]),
+        ("", "", "Marking_Rate (S2, 23)", ["Marking_Rate (S2, 23)"]),
+        ("", "", "PortXmitData growth rate (words/s)", [])]),
 }
 
 
 class FakeCache:
     """Every run of a sweep measures 0.5 (the plots' axes and series do not depend on it)."""
 
-    def map(self, fn: Any, items: list[Any]) -> list[dict[str, float]]:
-        return [defaultdict(lambda: 0.5) for _ in items]
+    def map(self, fn: Any, items: list[Any]) -> list[dict[str, Any]]:
+        t = np.arange(0.1, 60, 0.2)
+        rates = {"t_ms": t, **{name: np.full(len(t), 0.5) for name in RATE}}
+        return [defaultdict(lambda: 0.5, rates=rates) for _ in items]
 
     def get_many(self, keys: list[Any], fn: Any, items: list[Any]) -> list[dict[str, Any]]:
         wire = {f: np.full(100, 0.3) for f in ("XY", "BD", "CD", "AD")}
@@ -83,7 +89,8 @@ def _exp2_run() -> dict[str, Any]:
     n = 50
     return {"wire": {f: np.full(n, 0.3) for f in ("XY", "BD", "CD", "AD")}, "bin_s": 0.5, "duration_s": 25.0,
             "marking_rate": [(7.0, 0), (20.0, 128)], "default_mr": 128, "counter_t_s": np.arange(n) * 0.5,
-            "counters": {k: np.zeros(n) for k in ("C_S2_23", "W_S1_15", "D_S1_15")}, "decisions": [(7.0, "low")]}
+            "counters": {k: np.full(n, v) for k, v in (("C_S2_23", 0.25), ("W_S1_15", 0.5), ("D_S1_15", 1.0))},
+            "decisions": [(7.0, "low")], "sdr_bytes_per_s": 1_000_000_000}
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +130,23 @@ def test_santos_titles_name_the_figure_and_caption() -> None:
     assert FIGURES["fig2a"] == ("seed 003 Figure 2(a), no window: Congestion Spreading Example (L = 5, R = 1): "
                                 "buffer capacity = 4 packets")
     assert FIGURES["fig3b"].startswith("seed 003 Figure 3(b), rate control: Congestion Spreading (L = 5, R = 5)")
+
+
+def test_dcms_counter_rates_in_the_papers_units(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Seed 002 Fig. 5(b) in ticks/s and words/s: a counter growing 0.5 of the time is
+    0.5 / 22 ns = 2.27e7 testbed ticks/s (seed 002 §4.2's tick); PortXmitData at 1.0 of
+    SDR (1 GB/s) is 1e9 / 4 = 2.5e8 32-bit words/s (IBA 16.1.3.5)."""
+    from matplotlib.figure import Figure
+    saved: list[Figure] = []
+    original = Figure.savefig
+
+    def savefig(self: Figure, *args: Any, **kw: Any) -> None:
+        saved.append(self)
+        original(self, *args, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    plot_exp2(_exp2_run(), 1, tmp_path / "fig5.png")
+    lines = {ln.get_label(): ln.get_ydata() for ax in saved[0].axes for ln in ax.get_lines()}
+    assert lines["PortXmitCongTime (S2, 23), ticks/s"] == pytest.approx(0.25 / 22e-9)
+    assert lines["PortXmitWait (S1, 15), ticks/s"] == pytest.approx(0.5 / 22e-9)
+    assert lines["PortXmitData (S1, 15), words/s"] == pytest.approx(2.5e8)

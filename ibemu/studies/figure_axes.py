@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from ..results.metrics import Metrics
 
-__all__ = ["describe", "save_figure", "rate_over_time", "plot_rate_figure", "SEED003_RATE_SERIES", "SEED003_TIME",
-           "SEED003_RATE"]
+__all__ = ["describe", "save_figure", "rate_series", "draw_rates", "rate_over_time", "plot_rate_figure",
+           "SEED003_RATE_SERIES", "SEED003_TIME", "SEED003_RATE"]
 
 SEED003_TIME = "time (ms)"
 SEED003_RATE = "normalized rate (fraction of link rate)"
@@ -55,23 +56,35 @@ def save_figure(fig: Figure, path: str | Path, **savefig: Any) -> None:
                                               encoding="utf-8")
 
 
-def rate_over_time(ax: Axes, metrics: Metrics, window_ps: int | None = None) -> None:
-    """One panel of seed 003 Figures 2-4 on *ax* from a run of the Figure 1 scenario
-    (links ``root`` and ``inter``, groups ``local``, ``remote``, ``victim``): each series
-    a fraction of the link rate over the sliding window (the run's own, 2 ms in the
-    paper), against time in ms."""
-    t = metrics.times_ms()
-    lines = [(SEED003_RATE_SERIES[0], metrics.link_utilization_series("root", True, window_ps)),
-             (SEED003_RATE_SERIES[1], metrics.link_utilization_series("inter", True, window_ps))]
+def rate_series(metrics: Metrics, window_ps: int | None = None) -> dict[str, np.ndarray]:
+    """The series of seed 003 Figures 2-4 from a run of the Figure 1 scenario (links
+    ``root`` and ``inter``, groups ``local``, ``remote``, ``victim``): ``{"t_ms": bin
+    centres}`` and, per name of :data:`SEED003_RATE_SERIES`, a fraction of the link rate
+    over the sliding window (the run's own, 2 ms in the paper).  Plain arrays, so a run
+    on a Dask worker can hand them back (:func:`ibemu.studies.hp.figures.run_fig4`)."""
+    out = {"t_ms": metrics.times_ms(),
+           SEED003_RATE_SERIES[0]: metrics.link_utilization_series("root", True, window_ps),
+           SEED003_RATE_SERIES[1]: metrics.link_utilization_series("inter", True, window_ps)}
     for name, group in zip(SEED003_RATE_SERIES[2:], ("local", "remote", "victim")):
-        lines.append((name, metrics.group_rate_series(group, window_ps)))
-    for name, y in lines:
-        ax.plot(t, y, label=name, linewidth=1.2)
+        out[name] = metrics.group_rate_series(group, window_ps)
+    return out
+
+
+def draw_rates(ax: Axes, series: dict[str, Any], legend_size: float = 7) -> None:
+    """One panel of seed 003 Figures 2-4 on *ax* from :func:`rate_series`'s arrays:
+    each series against time in ms, normalized to the link rate."""
+    for name in SEED003_RATE_SERIES:
+        ax.plot(series["t_ms"], series[name], label=name, linewidth=1.2)
     ax.set_xlabel(SEED003_TIME)
     ax.set_ylabel(SEED003_RATE)
     ax.set_ylim(0, 1.05)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=legend_size)
+
+
+def rate_over_time(ax: Axes, metrics: Metrics, window_ps: int | None = None) -> None:
+    """:func:`draw_rates` of :func:`rate_series` of *metrics*."""
+    draw_rates(ax, rate_series(metrics, window_ps))
 
 
 def plot_rate_figure(title: str, metrics: Metrics, path: str | Path) -> None:

@@ -68,7 +68,7 @@ def _run_exp2(scenario: int, duration_s: float, **kw: Any) -> dict[str, Any]:
     done = np.nonzero(msgs >= scn.flows[[f.name for f in scn.flows].index("XY")].count)[0]
     dcms = scn.cc.get("dcms", DCMSSpec) if scn.cc is not None else None
     return {"wire": wire, "bin_s": bin_s, "counter_t_s": (t[1:] + t[:-1]) / 2 / PS_PER_MS / SCALE,
-            "counters": counters, "decisions": decisions,
+            "counters": counters, "decisions": decisions, "sdr_bytes_per_s": sdr,
             "marking_rate": [(tt / PS_PER_MS / SCALE, v) for tt, v in mr],
             "lows": [tt for tt, text in decisions if "Marking_Rate %d " % dcms.low in text]
             if dcms else [],

@@ -10,7 +10,8 @@ the paper's words and the accepted ranges are only here.
 
 Units: throughput as a fraction of SDR (wire bytes; the paper's "8 Gbps"); the growth
 rates of Figure 5(b) as a fraction of time (PortXmitTimeCong, PortXmitWait: the paper's
-ticks/s × 22 ns) or of SDR (PortXmitData: the paper's words/s × 4 B / 1 GB/s).
+ticks/s × 22 ns) or of SDR (PortXmitData: the paper's words/s × 4 B / 1 GB/s).  The plots
+show them in the paper's ticks/s and words/s (:mod:`.figures`).
 """
 from __future__ import annotations
 

@@ -28,15 +28,19 @@ elapsed time since the last decrease", so a decrease reloads RPI for the new IPD
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...results import jain_index
-from ...run import run_virtual
+from ...run import RunResult, run_virtual
 from ...scenario import Scenario, scenario_from_dict
 from ...scenario.templates import expand_template
 from ...units import PS_PER_MS
+from ..figure_axes import rate_series
 
-__all__ = ["fig1", "measure"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["fig1", "measure", "measure_with_rates"]
 
 
 def fig1(L: int = 10, R: int = 10, buffer_packets: int = 4, duration_ms: float = 20.0,
@@ -94,6 +98,21 @@ def measure(scn: Scenario, t_from_ms: float, t_to_ms: float, out_dir: Path | Non
     """Run *scn* and return its figures over [t_from_ms, t_to_ms] (fractions of link
     rate); *extra_windows* {prefix: (from_ms, to_ms)} adds the same figures over other
     windows of the same run, as "prefix:metric"."""
+    return _measure(scn, t_from_ms, t_to_ms, out_dir, extra_windows)[0]
+
+
+def measure_with_rates(scn: Scenario, t_from_ms: float, t_to_ms: float,
+                       extra_windows: dict[str, tuple[float, float]] | None = None
+                       ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """:func:`measure`, and the run's rates over time as seed 003 Figures 2-4 plot them
+    (:func:`ibemu.studies.figure_axes.rate_series`: time in ms, root and inter-switch
+    link, local, remote and victim aggregates, over the run's sliding window)."""
+    m, r = _measure(scn, t_from_ms, t_to_ms, None, extra_windows)
+    return m, rate_series(r.metrics)
+
+
+def _measure(scn: Scenario, t_from_ms: float, t_to_ms: float, out_dir: Path | None,
+             extra_windows: dict[str, tuple[float, float]] | None) -> tuple[dict[str, float], RunResult]:
     w = (int(t_from_ms * PS_PER_MS), int(t_to_ms * PS_PER_MS))
     r = run_virtual(scn, out_dir=out_dir, progress=False, window=w)
     m = _figures(r.summary)
@@ -102,7 +121,7 @@ def measure(scn: Scenario, t_from_ms: float, t_to_ms: float, out_dir: Path | Non
             m[prefix + ":" + k] = v
     m["marked"] = sum(c.get("hp_marked", 0) for c in r.counters.values())
     m["wall_s"] = r.wall_seconds
-    return m
+    return m, r
 
 
 def _figures(s: dict[str, Any]) -> dict[str, float]:

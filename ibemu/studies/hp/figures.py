@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ...cc.hp.functions import RateTable, make_function
 from ...resources import SCENARIOS
 from ...scenario import load_scenario
-from ..figure_axes import SEED003_RATE_SERIES, save_figure
+from ..figure_axes import draw_rates, save_figure
 from ..reproduction import RunCache
-from .experiments import fig1, measure
+from .experiments import fig1, measure, measure_with_rates
 
 __all__ = ["run_fig4", "run_fig5", "run_fig6", "run_fig7", "run_fig8a", "run_fig8b", "run_compare",
            "run_noncompliant"]
@@ -39,6 +39,14 @@ def measure_spec(spec: Spec) -> Values:
     :meth:`RunCache.map` can hand the runs of a sweep to Dask's workers)."""
     scn, t_from, t_to, extra = spec
     return measure(scn, t_from, t_to, extra_windows=extra)
+
+
+def measure_spec_rates(spec: Spec) -> dict[str, Any]:
+    """:func:`measure_spec`, and under ``"rates"`` the run's rates over time
+    (:func:`.experiments.measure_with_rates`) for a figure drawn against time (Figure 4)."""
+    scn, t_from, t_to, extra = spec
+    m, rates = measure_with_rates(scn, t_from, t_to, extra_windows=extra)
+    return {**m, "rates": rates}
 
 
 def _figure(w: float = 6.4, h: float = 4.0) -> Figure:
@@ -82,20 +90,29 @@ def _bars(out_dir: Path | None, name: str, title: str, rows: dict[str, dict[str,
 FIG4_POLICIES: dict[str, dict[str, Any]] = {"naive": {"marking": "naive"}, "input": {"marking": "input"},
                  "in-out-4": {"marking": "input-output", "output_threshold": 4},
                  "in-out-8": {"marking": "input-output", "output_threshold": 8}}
+FIG4_PANELS = {"naive": "(a) naive marking", "input": "(b) input-triggered marking",
+               "in-out-4": "(c) input-output-triggered, output threshold 4",
+               "in-out-8": "(d) input-output-triggered, output threshold 8"}
+"""Figure 4's panels, one per marking policy, as seed 003 §5 names them ("Figure 4(a) presents
+simulation results for a naive packet marking mechanism", "Figure 4(b) ... the input-triggered
+marking policy", "Figures 4(c) and 4(d) show the performance of the combined approach using
+thresholds of four and eight packets")."""
 
 
 def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     """L=10, R=10, buffer 4, LIPD; each marking policy.  CI: 60 ms (victim 24–36 ms,
     rates over 12–60 ms: by 20 ms the remote/local ratio has settled, shorter runs show
-    the start-up instead); full: 100 ms (victim 40–60 ms, rates over 20–100 ms)."""
+    the start-up instead); full: 100 ms (victim 40–60 ms, rates over 20–100 ms).  The plot
+    is the paper's: four panels (a)-(d), each policy's rates over time as in Figure 2
+    (:func:`~ibemu.studies.figure_axes.draw_rates`)."""
     d = 100.0 if full else 60.0
     vic = (0.4 * d, 0.6 * d)
-    values, rows = {}, {}
+    values, rates = {}, {}
     specs: list[Spec] = [(fig1(10, 10, 4, d, victim=vic, hp={"response": "lipd", **hp}, name="fig4-" + name),
                           0.2 * d, d, {"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
                          for name, hp in FIG4_POLICIES.items()]
-    for name, m in zip(FIG4_POLICIES, cache.map(measure_spec, specs)):
-        rows[name] = {"root": m["root"], "local": m["local"], "remote": m["remote"], "victim": m["v:victim"]}
+    for name, m in zip(FIG4_POLICIES, cache.map(measure_spec_rates, specs)):
+        rates[name] = m["rates"]
         values[name + ":root"] = m["root"]
         values[name + ":local share"] = m["local"] / m["root"] if m["root"] else 0.0
         values[name + ":remote/local"] = m["remote/local"]
@@ -105,13 +122,16 @@ def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         values[name + ":inter (victim on)"] = m["v:inter"]
     values["input - naive: remote/local"] = values["input:remote/local"] - values["naive:remote/local"]
     values["in-out-8 - input: remote/local"] = values["in-out-8:remote/local"] - values["input:remote/local"]
-    _bars(out_dir, "fig4", "seed 003 Figure 4: Comparison of Packet Marking Policies: L = 10, R = 10, buffer "
-          "capacity = 4 packets (LIPD)", rows,
-          ["root", "local", "remote", "victim"],
-          "ours: rates over the run (no time axis); paper: naive local ≈ 90 % of root; input fairer; "
-          "in-out-4 root under-used; in-out-8 local ≈ remote",
-          dict(zip(["root", "local", "remote", "victim"],
-                   SEED003_RATE_SERIES[:1] + SEED003_RATE_SERIES[2:])))
+    if out_dir is not None:
+        fig = _figure(11, 7.5)
+        for i, name in enumerate(FIG4_POLICIES):
+            ax = fig.add_subplot(2, 2, i + 1)
+            draw_rates(ax, rates[name], legend_size=6)
+            ax.set_title(FIG4_PANELS[name], fontsize=9)
+        fig.suptitle("seed 003 Figure 4: Comparison of Packet Marking Policies: L = 10, R = 10, buffer capacity = 4 "
+                     "packets. (LIPD source response)\npaper: naive local ≈ 90 %% of root; input fairer; in-out-4 "
+                     "root under-used; in-out-8 local ≈ remote; victim on %g–%g ms" % vic, fontsize=8)
+        _save(out_dir, "fig4", fig)
     _save(out_dir, "fig4", data=values)
     return values
 
