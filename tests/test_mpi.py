@@ -330,3 +330,16 @@ def test_a_rank_process_that_dies_leaves_partial_outputs(mpiexec, tmp_path, dead
         assert (out / "rank1.pcap").stat().st_size > 24
         assert not (out / "results.json").exists()
     assert _no_worker_left()                                          # no worker left behind
+
+
+def test_a_part_on_the_lifeline_is_json_never_code():
+    """Parts cross the lifelines as JSON (the capture's bytes in base64); anything else --
+    garbage, a pickle -- decodes to None, never to an object (no code from data)."""
+    import pickle
+
+    from ibemu.runtime.lifeline import decode_part, encode_part
+    part = {"rank": 1, "data": {"x": [1, 2], "s": "é"}, "pcap": b"\x00\xffab", "error": ""}
+    body = encode_part(part)
+    assert body.startswith(b"{") and decode_part(body) == part
+    assert decode_part(b"\x80\x04garbage") is None
+    assert decode_part(pickle.dumps(part)) is None

@@ -14,7 +14,8 @@ Rank 0 listens on its host's address (an ephemeral port, told to the others thro
 MPI); every other rank connects and says ``hello <rank> <key>`` (the run's secret, so a
 stranger's connection is refused).  Then messages ``<kind> <rank> <length>\\n`` and
 *length* bytes: ``failed`` (the text: a rank's worker failed), ``stop`` (rank *rank*
-died) and ``part`` (a pickled part, for rank 0 after a death).  :meth:`Lifelines.poll`
+died) and ``part`` (a rank's part as JSON, its bytes -- the capture -- in base64, for rank 0
+after a death).  :meth:`Lifelines.poll`
 reads them, and ``dead`` for a closed connection.
 
 This needs a launcher that lets the other ranks live on when one dies: Slurm's ``srun``
@@ -24,7 +25,8 @@ can be written.
 """
 from __future__ import annotations
 
-import pickle
+import base64
+import json
 import selectors
 import socket
 import time
@@ -32,7 +34,36 @@ from dataclasses import dataclass, field
 
 from ..errors import UserError
 
-__all__ = ["Lifelines", "Event", "ACCEPT_TIMEOUT"]
+__all__ = ["Lifelines", "Event", "ACCEPT_TIMEOUT", "encode_part", "decode_part"]
+
+_BYTES = "__bytes_b64__"
+
+
+def _default(o: object) -> object:
+    if isinstance(o, (bytes, bytearray)):
+        return {_BYTES: base64.b64encode(o).decode("ascii")}
+    raise TypeError("not JSON: %r" % type(o).__name__)
+
+
+def _hook(d: dict[str, object]) -> object:
+    text = d.get(_BYTES)
+    if len(d) == 1 and isinstance(text, str):
+        return base64.b64decode(text)
+    return d
+
+
+def encode_part(payload: object) -> bytes:
+    """A rank's part for the lifeline: JSON (as the workers' parts are; the project never
+    turns received bytes into objects by any other means), bytes values -- the capture -- base64."""
+    return json.dumps(payload, default=_default, separators=(",", ":")).encode()
+
+
+def decode_part(body: bytes) -> object:
+    """The part :func:`encode_part` made, or None when *body* is not one."""
+    try:
+        return json.loads(body, object_hook=_hook)
+    except (ValueError, UnicodeDecodeError, TypeError):
+        return None
 
 ACCEPT_TIMEOUT = 30.0
 """Seconds rank 0 waits for every other rank's lifeline (the ranks are all up: they have
@@ -159,18 +190,18 @@ class Lifelines:
             kind = words[0].decode()
             payload: object = body.decode("utf-8", "replace") if kind == "failed" else None
             if kind == "part":
-                payload = pickle.loads(body)             # from a rank that gave the run's key
+                payload = decode_part(body)              # JSON: data, never code (None when bad)
             out.append(Event(kind, int(words[1]), payload))
         self._buf[peer] = buf
         return out
 
     def send(self, kind: str, rank: int, payload: object = None, to: list[int] | None = None) -> None:
         """Send a message to the peers *to* (default: every living one): ``failed`` with
-        a text, ``stop``, ``part`` with a picklable object.  A peer that cannot be
+        a text, ``stop``, ``part`` with a JSON-able object (bytes allowed).  A peer that cannot be
         reached is dropped (its ``dead`` comes with the next :meth:`poll`... or never:
         it is gone)."""
         if kind == "part":
-            body = pickle.dumps(payload)
+            body = encode_part(payload)
         else:
             body = str(payload or "").encode()
         msg = b"%s %d %d\n" % (kind.encode(), rank, len(body)) + body
