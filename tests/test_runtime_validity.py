@@ -54,6 +54,18 @@ def test_the_verdict_is_valid_within_both_budgets_and_names_what_exceeds_them():
     assert (both["lag_budget_ps"], both["slip_budget_ps"]) == (1000, 500)
 
 
+def test_the_overload_warning_gives_the_lag_in_emulated_time_beside_the_verdict():
+    """A worker 50 ms of wall behind at dilation 200 is 250 us of emulated time behind:
+    the warning says both, and defers to the verdict (a quick start run printed "too slow
+    for the dilation" above "valid: largest lag 462.5us", which read as a contradiction)."""
+    from ibemu.runtime.report import format_runtime_line
+    rt = {"datagrams_sent": 1, "datagrams_received": 1, "datagrams_lost": 0, "slips": 0, "mean_slip_ps": 0,
+          "max_slip_ps": 0, "dilation": 200.0, "overloaded": [0, 1]}
+    warning = format_runtime_line(rt).splitlines()[-1]
+    assert "worker 0, 1 fell more than 50 ms of wall time (250 us emulated)" in warning
+    assert "verdict" in warning and "too slow" not in warning
+
+
 def test_the_default_budgets_are_a_millisecond_of_emulated_time():
     assert LAG_BUDGET_PS == SLIP_BUDGET_PS == 10**9         # 1 ms in ps
     assert verdict(_runtime([10**9], 10**9))["valid"] is True

@@ -32,9 +32,13 @@ def format_runtime_line(runtime: dict[str, Any]) -> str:
         line += ("\npaced together: the workers waited %.2f s in all for late ones (effective dilation %.0f)"
                  % (runtime.get("pause_s", 0.0), effective))
     if runtime.get("overloaded"):
-        line += ("\nwarning: worker %s fell more than %.0f ms behind the wall clock: this machine "
-                 "is too slow for the dilation (try a larger --dilation)" % (
-                     ", ".join(map(str, runtime["overloaded"])), 1000 * OVERLOAD))
+        # the same lag the verdict judges, in both units: wall (what the worker saw) and
+        # emulated (the budget's), so that this line and the verdict's never seem to disagree
+        emulated_us = 1e6 * OVERLOAD / runtime["dilation"] if runtime.get("dilation") else 0.0
+        line += ("\nwarning: worker %s fell more than %.0f ms of wall time (%.0f us emulated) behind "
+                 "the wall clock; the verdict below says whether the results stayed within the lag "
+                 "budget (a larger --dilation keeps them closer)" % (
+                     ", ".join(map(str, runtime["overloaded"])), 1000 * OVERLOAD, emulated_us))
     return line
 
 
