@@ -127,6 +127,8 @@ class Metrics(Recorder):
         """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
         b = self.bin
         i, last = t // b, (end - 1) // b
+        if i < self._n <= last:
+            last = self._n - 1      # what is on the link after the run's end stays in its last bin
         self._grow(self._links, self._new_link, link, last)
         s = self._links[link]
         if data:
