@@ -23,8 +23,12 @@ handed over in the worker (``IBEMU_LOCAL_DATAGRAMS=0``, :mod:`ibemu.runtime.deli
 the same results with two system calls and a MAC less per frame.  ``both`` (the
 default) runs the search in each mode.
 
+--place: the workers' nodes by hand, as ``ibemu run --place`` (e.g.
+``A,B,AV,BV,L1,L2,L3,L4,L5,R1/BC``: the sink alone, every competing flow's switch and
+source in one worker); the default is the partition rule of ``ibemu run``.
+
 Usage: python benchmarks/bench_runtime_dilation.py [--dilations 200,100,70,50,40,30] [--repeat 3]
-       [--local-frames datagrams|direct|both] [--all] [--no-realtime]
+       [--local-frames datagrams|direct|both] [--all] [--no-realtime] [--place NODES/NODES]
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ibemu.errors import UserError
 from ibemu.run import RunResult, run_virtual
 from ibemu.runtime.fidelity import MIN_SHARE, compare
+from ibemu.runtime.partition import parse_placement
 from ibemu.runtime.worker import LOCAL_DATAGRAMS_ENV
 from ibemu.scenario import Scenario
 from ibemu.scenario.builders import santos_fig1
@@ -55,16 +60,17 @@ def verdict(r: dict[str, Any], tolerance: float) -> tuple[bool, float]:
 
 
 def one_run(scn: Scenario, virtual: RunResult, d: float, workers: int, realtime: bool,
-            mode: str) -> dict[str, Any]:
-    """One wall run at dilation *d* with the in-worker frames as *mode* says."""
+            mode: str, place: list[list[str]] | None = None) -> dict[str, Any]:
+    """One wall run at dilation *d* with the in-worker frames as *mode* says (*place*:
+    the workers' nodes by hand, ``--place``)."""
     os.environ[LOCAL_DATAGRAMS_ENV] = "0" if mode == "direct" else "1"    # the workers inherit it
-    return compare(scn, d, workers=workers, virtual=virtual, realtime=realtime,
-                   port_base=random.randrange(20000, 60000, 200))
+    return compare(scn, d, workers=None if place else workers, virtual=virtual, realtime=realtime,
+                   port_base=random.randrange(20000, 60000, 200), place=place)
 
 
 def sweep(scn: Scenario, virtual: RunResult, dilations: Sequence[float], repeat: int = 3, workers: int = 2,
           tolerance: float = 0.05, go_on: bool = False, realtime: bool = True,
-          mode: str = "datagrams") -> float | None:
+          mode: str = "datagrams", place: list[list[str]] | None = None) -> float | None:
     """Run *scn* on the wall clock at each of *dilations* in turn (largest first),
     *repeat* times each, against the *virtual* result; print a line per run and per
     dilation; return the smallest dilation passed in every run before the first that
@@ -77,7 +83,7 @@ def sweep(scn: Scenario, virtual: RunResult, dilations: Sequence[float], repeat:
         for i in range(repeat):
             load = os.getloadavg()[0]
             try:
-                r = one_run(scn, virtual, d, workers, realtime, mode)
+                r = one_run(scn, virtual, d, workers, realtime, mode, place)
             except UserError as e:
                 print("dilation %4g run %d: failed: %s" % (d, i + 1, e), flush=True)
                 worst.append(float("inf"))
@@ -114,18 +120,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-realtime", dest="realtime", action="store_false",
                     help="workers without real-time scheduling")
     ap.add_argument("--local-frames", choices=("datagrams", "direct", "both"), default="both")
+    ap.add_argument("--place", default=None, metavar="NODES/NODES",
+                    help="the workers' nodes by hand, as ibemu run --place (default: the partition rule)")
     args = ap.parse_args(argv)
+    place = parse_placement(args.place) if args.place else None
     scn = santos_fig1(L=5, R=1, name="fig2a")
     virtual = run_virtual(scn)
     import ibemu.sim.scheduler
     core = "compiled" if ibemu.sim.scheduler.__file__.endswith(".so") else "pure Python"
-    print("Figure 2(a), 100 ms emulated; virtual clock: %.1f s; core: %s; real-time scheduling %s" % (
-        virtual.wall_seconds, core, "asked for" if args.realtime else "off"), flush=True)
+    print("Figure 2(a), 100 ms emulated; virtual clock: %.1f s; core: %s; real-time scheduling %s; placement: %s" % (
+        virtual.wall_seconds, core, "asked for" if args.realtime else "off",
+        args.place or "the partition rule"), flush=True)
     modes = ("datagrams", "direct") if args.local_frames == "both" else (args.local_frames,)
     dil = [float(x) for x in args.dilations.split(",")]
     status = 0
     for mode in modes:
-        found = sweep(scn, virtual, dil, args.repeat, args.workers, args.tolerance, args.all, args.realtime, mode)
+        found = sweep(scn, virtual, dil, args.repeat, args.workers, args.tolerance, args.all, args.realtime, mode,
+                      place)
         if found is None:
             print("in-worker frames as %s: no dilation tried stays within %.0f %%" % (mode, 100 * args.tolerance))
             status = 1

@@ -11,7 +11,7 @@ from ibemu.runtime.addrmap import assign, port_keys, read_map, write_map
 from ibemu.runtime.delivery import SeqCheck
 from ibemu.runtime.loop import NodeLoop
 from ibemu.runtime.merge import merge_captures, new_metrics
-from ibemu.runtime.partition import partition
+from ibemu.runtime.partition import parse_placement, partition, placement
 from ibemu.runtime.sockets import free_port_block, rcvbuf_bytes
 from ibemu.scenario import load_scenario
 from ibemu.scenario.builders import santos_fig1
@@ -61,6 +61,34 @@ def test_partition_splits_a_single_switch_and_never_exceeds_the_nodes():
         assert sorted(sum(groups, [])) == sorted(fab.nodes)
     assert len(partition(fab, 50)) == len(fab.nodes)
     assert partition(fab, 1) == [list(fab.nodes)]
+
+
+def test_a_hand_placement_is_read_and_checked_against_the_fabric():
+    """--place: a group per worker, every node once, each group in the fabric's order."""
+    fab = build_fabric(santos_fig1(L=5, R=1))
+    groups = parse_placement("BC / R1,L5,L4,L3,L2,L1,BV,AV,B,A")
+    assert groups[0] == ["BC"] and len(groups) == 2
+    assert placement(fab, groups) == [["BC"], [n for n in fab.nodes if n != "BC"]]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("A,B/", "worker 2 has no nodes"),
+    ("A,,B/BC", "an empty node name in worker 1"),
+])
+def test_a_hand_placement_with_bad_syntax_says_what(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_placement(text)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("A,B,AV,BV,L1,L2,L3,L4,L5,R1/BC,X", "no node 'X' in the fabric"),
+    ("A,B,AV,BV,L1,L2,L3,L4,L5,R1/BC,A", "node 'A' is placed twice \\(workers 1 and 2\\)"),
+    ("A,B,AV,BV,L1,L2,L3/BC", "no worker runs L4, L5, R1"),
+])
+def test_a_hand_placement_that_does_not_fit_the_fabric_says_which_node(text, message):
+    fab = build_fabric(santos_fig1(L=5, R=1))
+    with pytest.raises(ValueError, match=message):
+        placement(fab, parse_placement(text))
 
 
 # ------------------------------------------------------------------ address maps

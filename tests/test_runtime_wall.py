@@ -67,6 +67,20 @@ def test_wall_run_over_two_workers_delivers_what_the_virtual_clock_delivers():
         assert rows[("flow", name)]["ratio"] == pytest.approx(1.0, abs=0.25), name
 
 
+def test_a_hand_placement_runs_each_worker_on_its_nodes():
+    """--place (the Python API's *place*): the workers run the groups given, one worker
+    per group, here the destination H3 alone, so only its links cross processes; the
+    result still agrees with the virtual clock (the bands of the test above)."""
+    scn = load_scenario("scenarios/quickstart.toml")
+    report = compare(scn, dilation=500, place=[["H3"], ["H1", "S", "H2"]])
+    assert [w["nodes"] for w in report["runtime"]["workers"]] == [["H3"], ["S", "H1", "H2"]]
+    assert report["workers"] == 2 and report["runtime"]["datagrams_lost"] == 0
+    rows = {(r["kind"], r["name"]): r for r in report["rows"]}
+    assert rows[("link", "bottleneck")]["ratio"] == pytest.approx(1.0, abs=0.05)
+    for name in ("f1", "f2"):
+        assert rows[("flow", name)]["ratio"] == pytest.approx(1.0, abs=0.25), name
+
+
 def test_cli_wall_run_writes_the_output_folder_and_a_merged_capture(tmp_path):
     out, pcap = tmp_path / "run", tmp_path / "cap.pcap"
     p = ibemu("run", "scenarios/quickstart.toml", "--clock", "wall", "--workers", "2",
@@ -148,6 +162,10 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_collected(tmp_path):
     (["--dilation", "0"], "must be positive"),
     (["--workers", "0"], "must be at least 1"),
     (["--dilation", "fast"], "expected a number"),
+    (["--place", "S,H1/"], "worker 2 has no nodes"),
+    (["--place", "S,H1,H2/H3,H9"], "--place: no node 'H9' in the fabric"),
+    (["--place", "S,H1/H2"], "--place: no worker runs H3"),
+    (["--place", "S,H1/H2,H3", "--workers", "3"], "--place names 2 workers, --workers says 3"),
 ])
 def test_bad_wall_options_give_one_line(args, message):
     p = ibemu("run", "scenarios/quickstart.toml", "--clock", "wall", *args)

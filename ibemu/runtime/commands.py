@@ -65,12 +65,27 @@ def _watchdog_seconds(text: str) -> float:
                       else "must be between %g and %g seconds" % (MIN_WATCHDOG, MAX_WATCHDOG))(text)
 
 
+def _placement(text: str) -> list[list[str]]:
+    """--place: the groups' syntax here; the names are checked against the fabric later
+    (:func:`ibemu.runtime.partition.placement`)."""
+    from .partition import parse_placement
+    try:
+        return parse_placement(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
     """--workers / --dilation / --port-base (and --watchdog, for ``run``), for ``run``
     and ``fidelity``."""
     p.add_argument("--workers", type=_positive_int, default=None,
                    help="wall clock: worker processes (default: the number of cores, %d here)"
                         % (os.cpu_count() or 1))
+    p.add_argument("--place", type=_placement, default=None, metavar="NODES/NODES/...",
+                   help="wall clock: which worker runs which nodes, a group per worker, e.g. "
+                        "'A,B,L1,L2/BC' (every node once; sets --workers).  Default: each switch with "
+                        "its HCAs, balanced over the workers; a frame between workers arrives late, "
+                        "so keep competing flows' switches and sources together (README)")
     p.add_argument("--dilation", type=_dilation, default=DEFAULT_DILATION,
                    help="wall clock: wall seconds per emulated second (default %d)" % DEFAULT_DILATION)
     p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
@@ -149,7 +164,7 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
                           dilation=args.dilation, progress=False if args.quiet else None,
                           port_base=args.port_base, announce=not args.quiet,
                           realtime=args.realtime, watchdog=args.watchdog, pace=args.pace,
-                          budget=_budget(args), pace_bound=args.pace_bound)
+                          budget=_budget(args), pace_bound=args.pace_bound, place=args.place)
     except WallRunError as e:
         print("ibemu run: %s" % e, file=sys.stderr)
         return 1
@@ -405,7 +420,8 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     try:
         report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,
                          port_base=args.port_base, realtime=args.realtime, pace=args.pace,
-                         budget=_budget(args), allow_late=args.allow_late, pace_bound=args.pace_bound)
+                         budget=_budget(args), allow_late=args.allow_late, pace_bound=args.pace_bound,
+                         place=args.place)
     except WallRunError as e:
         print("ibemu fidelity: %s" % e, file=sys.stderr)
         return 1

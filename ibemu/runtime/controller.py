@@ -47,7 +47,7 @@ from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
 from .pace import PACE_BOUND_PS, PACE_MODES, Budget, create_pause_file, read_pause
-from .partition import partition
+from .partition import partition, placement
 from .report import format_start
 from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, WallRunError, Worker, WorkerPool
@@ -111,12 +111,21 @@ def _check(dilation: float, workers: int, port_base: int, out_dir: str | Path | 
     prepare_outputs(out_dir, pcap)      # missing folders made, a wrong path one line (issue 14)
 
 
-def _groups(fabric: Fabric, scn: Scenario, workers: int, external: set[str]) -> list[list[str]]:
-    """The node names of each worker: the partition without the *external* nodes."""
+def _groups(fabric: Fabric, scn: Scenario, workers: int, external: set[str],
+            place: list[list[str]] | None = None) -> list[list[str]]:
+    """The node names of each worker: the partition (or the hand placement *place*,
+    :func:`ibemu.runtime.partition.placement`) without the *external* nodes."""
     unknown = sorted(external - set(fabric.nodes))
     if unknown:
         raise UserError("no node %s in scenario %s" % (", ".join(unknown), scn.name))
-    groups = [g for g in ([n for n in g if n not in external] for g in partition(fabric, workers)) if g]
+    if place is not None:
+        try:
+            chosen = placement(fabric, place)
+        except ValueError as e:
+            raise UserError("--place: %s" % e) from None
+    else:
+        chosen = partition(fabric, workers)
+    groups = [g for g in ([n for n in g if n not in external] for g in chosen) if g]
     if not groups:
         raise UserError("every node of %s is external: nothing to run" % scn.name)
     return groups
@@ -191,7 +200,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
              announce: bool = False, realtime: bool = True, faults_until: int | None = None,
              integrity: bool = False, external: Iterable[str] = (),
              watchdog: float = WATCHDOG, pace: str = "free", budget: Budget | None = None,
-             pace_bound: int = PACE_BOUND_PS) -> WallResult:
+             pace_bound: int = PACE_BOUND_PS, place: list[list[str]] | None = None) -> WallResult:
     """Run *scn* in real time over *workers* processes (default: the number of cores).
 
     *announce*: print a line on stderr when the workers start.  Returns a
@@ -207,14 +216,21 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     and whatever binds them is their peer (``ibemu node`` elsewhere, or a test's fuzzer),
     with the run's secret from ``parts/key`` (mode 0600).
     *watchdog*: wall seconds a worker may stay silent before it counts as hung.
+    *place*: the node names of each worker, by hand (``--place``; every node once,
+    :func:`ibemu.runtime.partition.placement`) instead of the partition rule; it sets
+    the number of workers, and *workers*, when given, must agree.
     *pace*: ``free`` (each worker keeps its own pace) or ``together`` (every worker waits
     for a late one by more than *pace_bound* ps, :mod:`.pace`).  *budget*: the slip budget of the verdict
     (:func:`ibemu.runtime.pace.verdict`; ``result.valid``, ``result.validity``).
     """
+    if place is not None:
+        if workers is not None and workers != len(place):
+            raise UserError("--place names %d workers, --workers says %d" % (len(place), workers))
+        workers = len(place)
     workers = workers or os.cpu_count() or 2
     _check(dilation, workers, port_base, out_dir, pcap, watchdog, pace)
     fabric = build_fabric(scn)
-    groups = _groups(fabric, scn, workers, set(external or ()))
+    groups = _groups(fabric, scn, workers, set(external or ()), place)
     base = free_port_block(host, max(1, len(port_keys(fabric))), port_base)
     amap = assign(fabric, lambda _n: host, base)
     out = Path(out_dir) if out_dir is not None else None

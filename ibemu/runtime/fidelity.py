@@ -53,7 +53,7 @@ def compare(scn: Scenario, dilation: float, workers: int | None = None,
             out_dir: str | Path | None = None, port_base: int | None = None,
             virtual: RunResult | None = None, realtime: bool = True, pace: str = "free",
             budget: Budget | None = None, allow_late: bool = False,
-            pace_bound: int = PACE_BOUND_PS) -> dict[str, Any]:
+            pace_bound: int = PACE_BOUND_PS, place: list[list[str]] | None = None) -> dict[str, Any]:
     """Run *scn* on both clocks (*virtual*: a virtual-clock result to reuse); return
     :func:`compare_summaries` plus both results, and the wall run's verdict
     (``validity``: :func:`ibemu.runtime.pace.verdict`, the rule ``ibemu run`` applies;
@@ -61,7 +61,7 @@ def compare(scn: Scenario, dilation: float, workers: int | None = None,
     kw: dict[str, Any] = {} if port_base is None else {"port_base": port_base}
     v = virtual or run_virtual(scn)
     w = run_wall(scn, out_dir=out_dir, workers=workers, dilation=dilation, realtime=realtime,
-                 pace=pace, budget=budget, pace_bound=pace_bound, **kw)
+                 pace=pace, budget=budget, pace_bound=pace_bound, place=place, **kw)
     report = compare_summaries(v.summary, w.summary)
     report.update(dilation=dilation, workers=len(w.runtime["workers"]), runtime=w.runtime,
                   virtual_seconds=v.wall_seconds, wall_seconds=w.wall_seconds,

@@ -13,6 +13,14 @@ The rule, and why:
 3. When there are fewer clusters than workers (e.g. one switch, 2 workers), HCAs are
    moved off the most loaded worker to the empty ones, so every worker runs nodes.
    Never more workers than nodes.
+
+The rule balances the work; it does not know where lateness hurts.  A frame between two
+processes reaches its receiver late (a microsecond of emulated time at dilation 50),
+and where flows compete for credits a few hundred nanoseconds can move a result by 5 %
+(seed 003 Fig 2(a)'s victim: benchmarks/README.md, "why the victim decides the figure").
+The cut at the inter-switch link is the most sensitive place for congestion spreading;
+the links into HCAs that only sink traffic are the least.  So the user may place the
+nodes by hand (``--place``, :func:`placement`): the default stays the rule above.
 """
 from __future__ import annotations
 
@@ -70,3 +78,36 @@ def partition(fabric: Fabric, workers: int) -> list[list[str]]:
             loads[i] += _weight(nodes[n])
     order = list(nodes)
     return [sorted(g, key=order.index) for g in groups if g]
+
+
+def parse_placement(text: str) -> list[list[str]]:
+    """``--place`` text: the workers' node names, a group per worker separated by
+    ``/``, the names in a group by ``,`` (e.g. ``A,B,L1,L2/BC``).  ValueError names
+    what is wrong with the text itself."""
+    groups = [[n.strip() for n in g.split(",")] for g in text.split("/")]
+    for i, g in enumerate(groups):
+        if g == [""]:
+            raise ValueError("worker %d has no nodes (groups are separated by '/')" % (i + 1))
+        if "" in g:
+            raise ValueError("an empty node name in worker %d's group %r" % (i + 1, ",".join(g)))
+    return groups
+
+
+def placement(fabric: Fabric, groups: list[list[str]]) -> list[list[str]]:
+    """Check a hand placement against *fabric*: every node in exactly one group.
+    Returns the groups, each in the fabric's order; ValueError names the first node
+    unknown, placed twice or left out."""
+    nodes = fabric.nodes
+    seen: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        for n in g:
+            if n not in nodes:
+                raise ValueError("no node %r in the fabric (its nodes: %s)" % (n, ", ".join(nodes)))
+            if n in seen:
+                raise ValueError("node %r is placed twice (workers %d and %d)" % (n, seen[n] + 1, i + 1))
+            seen[n] = i
+    missing = [n for n in nodes if n not in seen]
+    if missing:
+        raise ValueError("no worker runs %s: every node must be placed" % ", ".join(missing))
+    order = list(nodes)
+    return [sorted(g, key=order.index) for g in groups]
