@@ -136,13 +136,15 @@ def test_a_frame_across_a_bin_edge_is_split_by_the_time_it_occupies_the_link():
         m2.link_tx("sw->h2", t, PKT, True)
         t += PKT_TIME
     series = m2.link_utilization_series("sw->h2", window_ps=bin_ps)
-    # (all but the last bin, which keeps what is still on the link at the end: below)
-    assert series[:-1].max() <= 1.0 + 1e-9 and series[1:-1] == pytest.approx(1.0, abs=0.001)
-    # a frame still on the link at the run's end: its bytes stay in the run's last bin,
-    # the series keep the run's length
+    # (the last bin too: the frame still on the link at the run's end counts what went
+    # out before it)
+    assert series.max() <= 1.0 + 1e-9 and series[1:] == pytest.approx(1.0, abs=0.001)
+    # a frame half on the link at the run's end: half its bytes in the run's last bin,
+    # the rest after the run, not counted; the series keep the run's length
     m3 = _metrics()
     m3.link_tx("sw->h2", 10 * PS_PER_MS - PKT_TIME // 2, PKT, True)
-    assert m3.nbins == 100 and m3.link_bins("sw->h2")[-1] == PKT
+    assert m3.nbins == 100 and m3.link_bins("sw->h2")[-1] == PKT // 2
+    assert m3.link_bins("sw->h2", "data_packets")[-1] == 1       # the packet counts at its start
 
 
 def test_non_data_frames_count_in_utilization_only():

@@ -124,16 +124,22 @@ class Metrics(Recorder):
             self.link_tx(link, t, nbytes, data)
 
     def _link_split(self, link: str, t: int, end: int, nbytes: int, data: bool) -> None:
-        """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
+        """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges.
+        A frame that started within the run and ends after it counts only the bytes
+        that went on the link before the run's end (the run carried no more; the
+        series keep the run's length and never read above 1.0)."""
         b = self.bin
-        i, last = t // b, (end - 1) // b
-        if i < self._n <= last:
-            last = self._n - 1      # what is on the link after the run's end stays in its last bin
+        i = t // b
+        span, done = end - t, 0
+        if t < self.duration < end:
+            nbytes = nbytes * (self.duration - t) // span
+            span = self.duration - t
+            end = self.duration
+        last = (end - 1) // b
         self._grow(self._links, self._new_link, link, last)
         s = self._links[link]
         if data:
             s[2][i] += 1
-        span, done = end - t, 0
         for k in range(i, last + 1):
             upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
             part, done = upto - done, upto
