@@ -281,6 +281,9 @@ def _node_mpi(args: argparse.Namespace) -> int:
     """``ibemu node`` as a rank of an MPI job (:mod:`.mpi`): exit 0, 1 when a rank's
     worker failed (partial results), 2 bad input, 4 beyond the lag or slip budget
     without ``--allow-late`` (every rank the same status)."""
+    from .launcher import shield_rank, under_mpi
+    if under_mpi():                     # first: it forks (see there: a rank process that dies)
+        shield_rank()
     from ..results import format_summary_table
     from ..results.summary import link_levels
     from .mpi import end_orphaned, run_mpi
@@ -326,7 +329,7 @@ def _node_mpi(args: argparse.Namespace) -> int:
 
 
 def _node(args: argparse.Namespace) -> int:
-    from .mpi import under_mpi
+    from .launcher import under_mpi
     if args.mpi or (under_mpi() and not args.map and not args.make_map and not args.control):
         return _node_mpi(args)
     from ..build import build_fabric

@@ -37,7 +37,8 @@ nodes and the worker's exit status, and partial outputs (``"completed": false``,
 
 A rank *process* that dies (killed, its host lost) closes its lifeline.  If the launcher
 lets the other ranks live on -- ``srun`` does unless ``--kill-on-bad-exit``; MPICH's
-``mpiexec -disable-auto-cleanup``; by default hydra SIGKILLs the whole job at once, and
+``mpiexec -disable-auto-cleanup``, given that the process it reaps never dies of a signal
+(:func:`.launcher.shield_rank`); by default hydra SIGKILLs the whole job at once, and
 then nothing can be written -- rank 0 names the dead rank, tells the others to stop,
 receives their parts over the lifelines (no MPI call: see :mod:`.lifeline`) and writes the
 partial outputs as above; every living rank exits 1.  If rank 0 itself dies, there is no
@@ -69,6 +70,7 @@ from . import DEFAULT_DILATION
 from .addrmap import new_key, port_keys, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
+from .launcher import LAUNCHER_ENV, under_mpi
 from .lifeline import Event, Lifelines
 from .merge import read_part
 from .pace import EXIT_INVALID, Budget, verdict
@@ -76,22 +78,13 @@ from .partition import partition
 from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
 
-__all__ = ["run_mpi", "end_orphaned", "under_mpi", "local_address", "interface_addresses", "RankPart",
-           "START_DELAY", "MpiRun"]
+__all__ = ["run_mpi", "end_orphaned", "under_mpi", "LAUNCHER_ENV", "local_address",
+           "interface_addresses", "RankPart", "START_DELAY", "MpiRun"]
 
 PART_TIMEOUT = 20.0
 """Seconds rank 0 waits for the living ranks' parts after a rank process died."""
 START_DELAY = 0.5
 """Wall seconds from the start barrier to the start of the emulation on every rank."""
-LAUNCHER_ENV = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALRANKID")
-"""Variables an MPI launcher (MPICH's hydra, Open MPI, PMIx, srun --mpi=pmi2/pmix) sets
-in the environment of the ranks it starts: ``ibemu node`` under one runs as a rank."""
-
-
-def under_mpi(environ: dict[str, str] | None = None) -> bool:
-    """Whether this process was started by an MPI launcher (:data:`LAUNCHER_ENV`)."""
-    env = os.environ if environ is None else environ
-    return any(k in env for k in LAUNCHER_ENV)
 
 
 def _comm() -> Any:
@@ -123,7 +116,7 @@ def interface_addresses() -> dict[str, str]:
 
 
 def _common_bits(a: str, b: str) -> int:
-    x = struct.unpack("!I", socket.inet_aton(a))[0] ^ struct.unpack("!I", socket.inet_aton(b))[0]
+    x = int(struct.unpack("!I", socket.inet_aton(a))[0]) ^ int(struct.unpack("!I", socket.inet_aton(b))[0])
     return 32 - x.bit_length()
 
 
@@ -211,7 +204,7 @@ def _plan_addresses(comm: Any, fabric: Any, groups: list[list[str]], iface: str 
     bad = [(r, e) for r, (_, _, e) in enumerate(hosts) if e]
     if bad:
         raise UserError("rank %d: %s" % bad[0])
-    first = {}
+    first: dict[str, int] = {}
     for r, (h, _, _) in enumerate(hosts):
         first.setdefault(h, r)
     base = None
@@ -327,9 +320,9 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
                 dead = event.rank
                 said = "rank %d (host %s; nodes %s) died: its process ended" % (
                     dead, hosts[dead], ", ".join(groups[dead][:6]) + (", ..." if len(groups[dead]) > 6 else ""))
-                if rank == 0:                        # (nothing printed before the outputs are written:
-                    lines.send("stop", dead)         # MPICH's mpiexec kills a rank that writes to stderr
-                                                     # after another died, even with -disable-auto-cleanup)
+                if rank == 0:                        # (the outputs are written before anything is printed:
+                    lines.send("stop", dead)         # without launcher.shield_rank, hydra killed this rank
+                                                     # at its first line after another rank was killed)
         if failed is not None:
             error = failed.error_text()
             said = states[rank] or "%s %s" % (RankPart(rank, groups[rank], hosts[rank], failed.proc.pid, None,
