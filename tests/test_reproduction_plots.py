@@ -126,6 +126,35 @@ def test_plot_has_the_papers_axes_and_series(drawn: Path, name: str) -> None:
     assert png.stat().st_size > 10_000
 
 
+def test_a_plot_with_lines_has_their_points_as_csv(drawn: Path) -> None:
+    """``<name>.csv`` beside the PNG: a row per drawn point (panel, panel title, series, x,
+    y).  Figure 4: four panels of the five rate series, the sweep's constant 0.5 at the
+    FakeCache's times; Figure 2(a), from a real run: the root link's points are the run's
+    own series (plotted_rows reads the drawn lines back)."""
+    import csv
+
+    from ibemu.studies.figure_axes import SEED003_RATE_SERIES, plotted_rows, rate_series
+    with (drawn / "fig4.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    t = np.arange(0.1, 60, 0.2)
+    assert len(rows) == 4 * len(RATE) * len(t)
+    assert {int(r["panel"]) for r in rows} == {1, 2, 3, 4}
+    assert {r["panel_title"] for r in rows} == set(hp.FIG4_PANELS.values())
+    assert [r["series"] for r in rows if r["panel"] == "1"][::len(t)] == RATE
+    assert {float(r["y"]) for r in rows} == {0.5}
+    assert [float(r["x"]) for r in rows[:len(t)]] == pytest.approx(list(t))
+    scn = santos_fig1(duration_ms=3, victim=(1, 2), name="fig2a")
+    scn.output.plots = False
+    series = rate_series(run_virtual(scn, progress=False).metrics)
+    with (drawn / "fig2a.csv").open(newline="") as fh:
+        root = [float(r["y"]) for r in csv.DictReader(fh) if r["series"] == SEED003_RATE_SERIES[0]]
+    assert root == pytest.approx(list(series[SEED003_RATE_SERIES[0]])) and max(root) > 0.5
+    from matplotlib.figure import Figure
+    fig = Figure()
+    fig.add_subplot().axhline(1.0)                       # an unlabelled reference line: no rows
+    assert plotted_rows(fig) == []
+
+
 def test_santos_titles_name_the_figure_and_caption() -> None:
     assert FIGURES["fig2a"] == ("seed 003 Figure 2(a), no window: Congestion Spreading Example (L = 5, R = 1): "
                                 "buffer capacity = 4 packets")

@@ -4,7 +4,8 @@ the reproductions follow the papers' figure styles: the same axes and series").
 Every reproduction plot is saved with :func:`save_figure`, which writes the PNG and,
 beside it, ``<name>.axes.json``: what the drawn matplotlib Figure shows, read back from
 it by :func:`describe` -- its title and, per panel, the title, the x and y labels and the
-legend's series.  tests/test_reproduction_plots.py compares these with the seed papers'
+legend's series -- and ``<name>.csv``, the points of every line it draws.
+tests/test_reproduction_plots.py compares these with the seed papers'
 figures (seed 003 Figures 2-8, seed 002 Figures 3-6: their captions and text).
 
 :func:`rate_over_time` draws seed 003 Figures 2 and 3 (and each panel of Figure 4):
@@ -14,6 +15,7 @@ duration 2ms" (seed 003 §3), normalized to the link rate, over time in ms.
 """
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from ..results.metrics import Metrics
 
-__all__ = ["describe", "save_figure", "rate_series", "draw_rates", "rate_over_time", "plot_rate_figure",
+__all__ = ["describe", "plotted_rows", "save_figure", "rate_series", "draw_rates", "rate_over_time", "plot_rate_figure",
            "SEED003_RATE_SERIES", "SEED003_TIME", "SEED003_RATE"]
 
 SEED003_TIME = "time (ms)"
@@ -47,13 +49,40 @@ def describe(fig: Figure) -> dict[str, Any]:
     return {"title": sup or (panels[0]["title"] if panels else ""), "panels": panels}
 
 
+def plotted_rows(fig: Figure) -> list[tuple[int, str, str, float, float]]:
+    """Every point of every labelled line *fig* draws: ``(panel, panel title, series, x,
+    y)``, panels numbered from 1 in :func:`describe`'s order (lines whose label starts
+    with ``_``, matplotlib's unlabelled ones such as reference lines, are left out)."""
+    import numpy as np
+    rows: list[tuple[int, str, str, float, float]] = []
+    for i, ax in enumerate(fig.axes, 1):
+        title = ax.get_title()
+        for line in ax.get_lines():
+            label = str(line.get_label())
+            if label.startswith("_"):
+                continue
+            xs = np.asarray(line.get_xdata(), dtype=np.float64).tolist()
+            ys = np.asarray(line.get_ydata(), dtype=np.float64).tolist()
+            rows.extend((i, title, label, x, y) for x, y in zip(xs, ys))
+    return rows
+
+
 def save_figure(fig: Figure, path: str | Path, **savefig: Any) -> None:
-    """*fig* as the PNG *path*, and :func:`describe` of it as ``<path stem>.axes.json``."""
+    """*fig* as the PNG *path*, :func:`describe` of it as ``<path stem>.axes.json`` and,
+    when it draws lines, their points as ``<path stem>.csv`` (:func:`plotted_rows`: a row
+    per point with its panel, series, x and y; the data behind the picture, for users
+    who would rather replot or compare numbers)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, **savefig)
     path.with_suffix(".axes.json").write_text(json.dumps(describe(fig), indent=1, ensure_ascii=False) + "\n",
                                               encoding="utf-8")
+    rows = plotted_rows(fig)
+    if rows:
+        with path.with_suffix(".csv").open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(("panel", "panel_title", "series", "x", "y"))
+            w.writerows(rows)
 
 
 def rate_series(metrics: Metrics, window_ps: int | None = None) -> dict[str, np.ndarray]:
