@@ -6,7 +6,7 @@ exactly once, intact and in order (payload digests recorded in each worker, merg
 compared on the controller), UD datagrams never twice, every credit back once traffic
 stops, and the injected losses must be counted as faults, not as socket losses.
 
-Bounded: 10 ms of emulated time at dilation 300 (3 s of wall time) plus the workers'
+Bounded: 10 ms of emulated time at dilation 1000 (10 s of wall time) plus the workers'
 start; the flows finish in about 5 ms on the virtual clock.  The last test: the merged
 capture is written atomically.  Faults stop at 7 ms so
 that the last flow-control packets, sent every 20 us, put the credits back (what
@@ -32,8 +32,16 @@ def test_fault_matrix_on_the_wall_clock_every_rc_message_once_intact_in_order(tm
     scn = fault_matrix_scenario(MATRIX, count=25, seed=11,
                                 down=[(3 * PS_PER_MS // 2, 2 * PS_PER_MS)])    # inter: down 0.5 ms
     scn.duration = 10 * PS_PER_MS
-    # dilation 1000 (10 s of wall clock): at 300, one CI run under the full suite's load
-    # slipped far enough that read_CA had 11 of its 25 messages by the end; alone it passed
+    # dilation 1000 (10 s of wall clock).  "read_CA: 11 of 25 messages delivered" (seen
+    # twice under load) is no slow run: 3 fault-free ms remain.  On the virtual clock the
+    # same failure (seed 55 of this scenario, word for word) is the READ requester using
+    # up its retry count (IBA 9.7, "Transport Retry Counter Exceeded"; node C counts
+    # qp_retry_exceeded, shown by the assertion below): a READ's go-back
+    # succeeds only when the request and the response at its oldest PSN both survive 3
+    # faulty links (about 0.94 ** 6 = 69 %), and the 0.5 ms link down takes 2-3 of its 7
+    # retries (200 us timeout).  The injectors draw per frame, so on the wall clock every
+    # run draws its own faults; on the virtual clock this scenario exhausts the READ's
+    # retries for about 1 seed in 40 (seed 11 itself needs its last retry).
     r = run_wall(scn, workers=2, dilation=1000, out_dir=tmp_path / "run", progress=False,
                  faults_until=7 * PS_PER_MS, integrity=True)
     assert r.completed, r.error
@@ -42,7 +50,8 @@ def test_fault_matrix_on_the_wall_clock_every_rc_message_once_intact_in_order(tm
 
     # every RC message exactly once, intact, in order; UD never duplicated
     problems = verify(r.integrity, ud_flows={"ud_AD"})
-    assert not problems, problems
+    assert not problems, (problems, {k: {n: v[n] for n in ("qp_retry_exceeded", "local_ack_timeouts", "go_back_n")
+                                         if n in v} for k, v in r.counters.items() if not k.startswith("link:")})
     sent = r.integrity["sent"]
     for flow in ("send_AC", "write_BD", "read_CA", "send_DA"):
         assert len(sent[flow]) == 25 and r.integrity["received"][flow] == sent[flow], flow
