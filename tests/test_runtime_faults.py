@@ -28,6 +28,11 @@ def _sum(counters, key):
     return sum(v.get(key, 0) for k, v in counters.items() if k.startswith("link:"))
 
 
+def scn_retry_cnt(scn, node: str) -> int:
+    """The Retry Count of HCA *node* (IBA's 3 bits; HCAParams.retry_cnt)."""
+    return next(h.params.retry_cnt for h in scn.hcas if h.name == node)
+
+
 def test_fault_matrix_on_the_wall_clock_every_rc_message_once_intact_in_order(tmp_path):
     scn = fault_matrix_scenario(MATRIX, count=25, seed=11,
                                 down=[(3 * PS_PER_MS // 2, 2 * PS_PER_MS)])    # inter: down 0.5 ms
@@ -41,20 +46,34 @@ def test_fault_matrix_on_the_wall_clock_every_rc_message_once_intact_in_order(tm
     # faulty links (about 0.94 ** 6 = 69 %), and the 0.5 ms link down takes 2-3 of its 7
     # retries (200 us timeout).  The injectors draw per frame, so on the wall clock every
     # run draws its own faults; on the virtual clock this scenario exhausts the READ's
-    # retries for about 1 seed in 40 (seed 11 itself needs its last retry).
+    # retries for about 1 seed in 40 (seed 11 itself needs its last retry): allowed below,
+    # as IBA allows it, and checked to be that.
     r = run_wall(scn, workers=2, dilation=1000, out_dir=tmp_path / "run", progress=False,
                  faults_until=7 * PS_PER_MS, integrity=True)
     assert r.completed, r.error
     rt = r.runtime
     assert len(rt["workers"]) == 2 and rt["workers"][0]["nodes"] != rt["workers"][1]["nodes"]
 
-    # every RC message exactly once, intact, in order; UD never duplicated
-    problems = verify(r.integrity, ud_flows={"ud_AD"})
+    # every RC message exactly once, intact, in order; UD never duplicated.  The one legal
+    # exception is IBA's: a requester whose QP used up its Retry Count (7 go-backs without
+    # progress, "Transport Retry Counter Exceeded") goes to the error state and sends no
+    # more; its flow then delivered a prefix, still once, intact and in order.  A flow
+    # that stops short without that (a stall: a timer not re-armed, a lost PSN) fails.
+    nodes = {k: v for k, v in r.counters.items() if not k.startswith("link:")}
+    src = {f.name: f.src for f in scn.flows}
+    rc = ("send_AC", "write_BD", "read_CA", "send_DA")
+    exhausted = {f for f in rc if nodes.get(src[f], {}).get("qp_retry_exceeded", 0)}
+    for f in exhausted:             # (each requester node here runs one RC flow's QP)
+        assert nodes[src[f]].get("go_back_n", 0) >= scn_retry_cnt(scn, src[f]), (f, nodes[src[f]])
+    problems = [p for p in verify(r.integrity, ud_flows={"ud_AD"})
+                if not (p.endswith("messages delivered") and p.split(":")[0] in exhausted)]
     assert not problems, (problems, {k: {n: v[n] for n in ("qp_retry_exceeded", "local_ack_timeouts", "go_back_n")
-                                         if n in v} for k, v in r.counters.items() if not k.startswith("link:")})
+                                         if n in v} for k, v in nodes.items()})
     sent = r.integrity["sent"]
-    for flow in ("send_AC", "write_BD", "read_CA", "send_DA"):
-        assert len(sent[flow]) == 25 and r.integrity["received"][flow] == sent[flow], flow
+    for flow in rc:
+        got = r.integrity["received"][flow]
+        assert len(sent[flow]) == 25 and got == sent[flow][:len(got)], flow
+        assert len(got) == 25 or flow in exhausted, flow
     assert 0 < len(r.integrity["received"]["ud_AD"]) < 100          # some UD datagrams lost
 
     # no credit leak: the merged credit state of both workers' ports is idle
