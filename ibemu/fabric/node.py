@@ -10,8 +10,8 @@ imports trio, socket or time; ``now`` is emulated time in integer picoseconds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, TypeAlias
+import heapq
+from typing import Any, Final, TYPE_CHECKING, TypeAlias
 
 from ..sim.scheduler import SimNode
 from ..units import PS_PER_S
@@ -25,8 +25,11 @@ from .recorder import Recorder
 if TYPE_CHECKING:
     from .hooks import CCAttributes
 
-VL15 = 15
-_PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "rcv_switch_relay_errors",
+VL15: Final = 15
+# heapq's functions held in C statics by the compiled core (a plain import is a dict lookup per call)
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+_PORT_ERROR_ATTR: Final = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "rcv_switch_relay_errors",
                     "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun",
                     "PortRcvConstraintErrors": "rcv_constraint_errors", "PortXmitDiscards": "xmit_discards",
                     "VL15Dropped": "vl15_dropped"}
@@ -37,8 +40,10 @@ Timer: TypeAlias = "tuple[int, int, int, Any]"
 (:meth:`Node.at`).  The other kinds are the nodes' own frequent deadlines, dispatched
 without a bound method or an argument tuple (issue 16: the compiled core calls them
 natively)."""
-T_CALL, T_LINK_WAKE, T_FC_TICK = 0, 1, 2
-T_OWN = 3
+T_CALL: Final = 0
+T_LINK_WAKE: Final = 1
+T_FC_TICK: Final = 2
+T_OWN: Final = 3
 """The first kind a subclass may use for its own deadlines."""
 Transmission: TypeAlias = "tuple[int, bytes | bytearray, bool, int]"
 """A transmission the node started ``(port, frame, link, t_start)`` (*link*: a link

@@ -41,11 +41,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-INF = 1 << 62
+INF: Final = 1 << 62
 """A time after every event ("no deadline")."""
-DELIVER, WAKE, DELIVER_FAULTY = 0, 1, 2
+DELIVER: Final = 0
+WAKE: Final = 1
+DELIVER_FAULTY: Final = 2
 
 
 class SimNode:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import zlib
 from functools import lru_cache
-from typing import Protocol
+from typing import Final, Protocol
 
 import anycrc
 
@@ -37,11 +37,11 @@ class _CRC(Protocol):
 _VCRC: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0xFFFF, refin=True, refout=True, xorout=0xFFFF)
 _VCRC0: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0x0000, refin=True, refout=True, xorout=0x0000)
 
-ICRC_LRH_MASK = b"\xff" * LRH_LEN   # the whole LRH is variant
-GRH_VARIANT_MASK = bytes([0x0F, 0xFF, 0xFF, 0xFF]) + bytes(3) + b"\xff" + bytes(32)
+ICRC_LRH_MASK: Final = b"\xff" * LRH_LEN   # the whole LRH is variant
+GRH_VARIANT_MASK: Final = bytes([0x0F, 0xFF, 0xFF, 0xFF]) + bytes(3) + b"\xff" + bytes(32)
 """OR-mask for the 40-byte GRH: TClass (8 bits after IPVer), FlowLabel (20), HopLmt (8)."""
 
-BTH_VARIANT_OFFSET = BTH_CN     # FECN | BECN | Resv6 byte of the BTH
+BTH_VARIANT_OFFSET: Final = BTH_CN     # FECN | BECN | Resv6 byte of the BTH
 
 
 def vcrc(data: Buf) -> int:
@@ -54,7 +54,7 @@ def lpcrc(first4: Buf) -> int:
     return _VCRC.calc(first4)
 
 
-_LRH_MASK_CRC = zlib.crc32(ICRC_LRH_MASK)
+_LRH_MASK_CRC: Final = zlib.crc32(ICRC_LRH_MASK)
 
 
 def icrc(lrh_rest: Buf, lnh: int) -> int:
@@ -74,9 +74,9 @@ def icrc(lrh_rest: Buf, lnh: int) -> int:
     return zlib.crc32(buf, _LRH_MASK_CRC)
 
 
-ICRC_RESIDUE = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))
+ICRC_RESIDUE: Final = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))
 """CRC-32 over any data followed by its own CRC (least significant byte first)."""
-VCRC_RESIDUE = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
+VCRC_RESIDUE: Final = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
 """The VCRC over any data followed by its own VCRC (least significant byte first): a
 constant of the CRC, so a received packet is checked with one pass over all of it."""
 
