@@ -12,17 +12,17 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, DecimalException, localcontext
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["PS_PER_NS", "PS_PER_US", "PS_PER_MS", "PS_PER_S", "LANE_DATA_BPS", "WIDTHS", "ib_rate",
            "TIME_UNITS", "SIZE_UNITS", "MAX_TIME_PS", "MAX_SIZE", "MAX_RATE", "MIN_DILATION", "MAX_DILATION",
            "describe", "ascii_digits", "parse_time", "format_time", "parse_size", "parse_bytes", "parse_rate",
            "parse_dilation"]
 
-PS_PER_NS = 1_000
-PS_PER_US = 1_000_000
-PS_PER_MS = 1_000_000_000
-PS_PER_S = 1_000_000_000_000
+PS_PER_NS: Final = 1_000
+PS_PER_US: Final = 1_000_000
+PS_PER_MS: Final = 1_000_000_000
+PS_PER_S: Final = 1_000_000_000_000
 
 # data rate after encoding, bytes/s, per lane (IBA 5.x and the IBTA roadmap):
 # SDR 2.5 Gb/s 8b/10b, DDR 5, QDR 10 (8b/10b); FDR 14.0625 and EDR 25.78125 Gb/s with

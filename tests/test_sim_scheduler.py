@@ -30,6 +30,9 @@ class FakeNode:
     def next_deadline(self) -> int | None:
         return self.timers[0][0] if self.timers else None
 
+    def deadline(self) -> int:
+        return self.timers[0][0] if self.timers else INF
+
     def receive(self, port: int, frame: Any, link: bool, now: int) -> None:
         self.seen.append(("rx", now, port, frame))
         if self.on_receive is not None:

@@ -20,6 +20,8 @@ however rarely the node is called.  PortXmitTimeCong is in the same ticks.
 """
 from __future__ import annotations
 
+from typing import Final
+
 from collections.abc import Collection
 
 from ..units import PS_PER_S
@@ -27,7 +29,7 @@ from ..wire.fields import get_becn, get_fecn, get_lnh
 from ..wire.layout import CN_GLOBAL, CN_LOCAL, VCRC_LEN, Buf
 from ..wire.opcodes import LNH_IBA_GLOBAL
 
-TICK_BYTES = 64                      # PortXmitWait tick: one credit block at the port rate
+TICK_BYTES: Final = 64                      # PortXmitWait tick: one credit block at the port rate
 
 # (IBA name, total attribute, width in PortCounters or None)
 COUNTERS = (
@@ -53,7 +55,7 @@ EXTENDED = (
 )
 # the other counters results.json reports (not in PortCounters)
 OTHER = (("PortXmitTimeCong", "xmit_time_cong"), ("PortRcvFECN", "rcv_fecn"), ("PortRcvBECN", "rcv_becn"))
-_MASK64 = (1 << 64) - 1
+_MASK64: Final = (1 << 64) - 1
 
 
 class PortCounters:

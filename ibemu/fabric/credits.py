@@ -13,10 +13,12 @@ buffer is smaller than 2048 blocks (128 KiB), which the scenario loader enforces
 """
 from __future__ import annotations
 
-BLOCK = 64
-MOD = 4096
-HALF = 2048
-MAX_CAPACITY_BLOCKS = HALF - 1
+from typing import Final
+
+BLOCK: Final = 64
+MOD: Final = 4096
+HALF: Final = 2048
+MAX_CAPACITY_BLOCKS: Final = HALF - 1
 
 
 def blocks_of(nbytes: int) -> int:

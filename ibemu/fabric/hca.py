@@ -10,7 +10,7 @@ generator and the link credits of its VL.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final, TYPE_CHECKING
 
 from .params import HCAParams
 from .credits import blocks_of
@@ -22,7 +22,9 @@ from ..wire.layout import PACKET_OVERHEAD, Buf
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
 from .traffic import INF
 
-T_RX_DONE, T_TX_DONE, T_KICK = T_OWN, T_OWN + 1, T_OWN + 2    # the HCA's own deadlines (node.Timer)
+T_RX_DONE: Final = T_OWN    # the HCA's own deadlines (node.Timer)
+T_TX_DONE: Final = T_OWN + 1
+T_KICK: Final = T_OWN + 2
 
 if TYPE_CHECKING:
     from .hooks import Notifier, PacketHandler

@@ -10,10 +10,10 @@ imports trio, socket or time; ``now`` is emulated time in integer picoseconds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, TypeAlias
+import heapq
+from typing import Any, Final, TYPE_CHECKING, TypeAlias
 
-from ..sim.scheduler import SimNode
+from ..sim.scheduler import INF, SimNode
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
@@ -25,20 +25,49 @@ from .recorder import Recorder
 if TYPE_CHECKING:
     from .hooks import CCAttributes
 
-VL15 = 15
-_PORT_ERROR_ATTR = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "rcv_switch_relay_errors",
+VL15: Final = 15
+# heapq's functions held in C statics by the compiled core (a plain import is a dict lookup per call)
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+_PORT_ERROR_ATTR: Final = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErrors": "rcv_switch_relay_errors",
                     "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun",
                     "PortRcvConstraintErrors": "rcv_constraint_errors", "PortXmitDiscards": "xmit_discards",
                     "VL15Dropped": "vl15_dropped"}
 
-Timer: TypeAlias = "tuple[int, int, int, Any]"
-"""A node's deadline ``(t, seq, kind, arg)``: at *t*, ``on_timer(kind, t, arg)``; kind
-:data:`T_CALL` is a general callback, *arg* ``(fn, args)`` for ``fn(t, *args)``
-(:meth:`Node.at`).  The other kinds are the nodes' own frequent deadlines, dispatched
-without a bound method or an argument tuple (issue 16: the compiled core calls them
-natively)."""
-T_CALL, T_LINK_WAKE, T_FC_TICK = 0, 1, 2
-T_OWN = 3
+
+
+class Timer:
+    """A node's deadline ``(t, seq, kind, arg)``: at *t*, ``on_timer(kind, t, arg)``; kind
+    :data:`T_CALL` is a general callback, *arg* ``(fn, args)`` for ``fn(t, *args)``
+    (:meth:`Node.at`).  The other kinds are the nodes' own frequent deadlines, dispatched
+    without a bound method or an argument tuple (issue 16: the compiled core calls them
+    natively).  A native object ordered by (t, seq) as the tuple it replaces was (*seq*
+    is unique: the same order), compared on its unboxed ints (issue 16); ``timer[i]``
+    reads the i-th field, as the tuple's did."""
+    __slots__ = ("time", "seq", "kind", "arg")
+
+    def __init__(self, time: int, seq: int, kind: int, arg: Any) -> None:
+        self.time = time
+        self.seq = seq
+        self.kind = kind
+        self.arg = arg
+
+    def __lt__(self, other: Timer) -> bool:
+        if self.time != other.time:
+            return self.time < other.time
+        return self.seq < other.seq
+
+    def __getitem__(self, i: int) -> Any:
+        return (self.time, self.seq, self.kind, self.arg)[i]
+
+    def __len__(self) -> int:
+        return 4
+
+
+T_CALL: Final = 0
+T_LINK_WAKE: Final = 1
+T_FC_TICK: Final = 2
+T_OWN: Final = 3
 """The first kind a subclass may use for its own deadlines."""
 Transmission: TypeAlias = "tuple[int, bytes | bytearray, bool, int]"
 """A transmission the node started ``(port, frame, link, t_start)`` (*link*: a link
@@ -104,23 +133,30 @@ class Node(SimNode):
     def at(self, t: int, fn: Callable[..., None], *args: Any) -> None:
         """At *t*, call ``fn(t, *args)``."""
         self._tseq += 1
-        heappush(self.timers, (t, self._tseq, T_CALL, (fn, args)))
+        heappush(self.timers, Timer(t, self._tseq, T_CALL, (fn, args)))
 
     def at_kind(self, t: int, kind: int, arg: Any = None) -> None:
         """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
         self._tseq += 1
-        heappush(self.timers, (t, self._tseq, kind, arg))
+        heappush(self.timers, Timer(t, self._tseq, kind, arg))
 
     def wake(self, now: int) -> None:
         """Run every timer due at or before *now*, each at its own time."""
-        timers = self.timers
-        while timers and timers[0][0] <= now:
-            t, _, kind, arg = heappop(timers)
+        timers: list[Timer] = self.timers
+        while timers and timers[0].time <= now:
+            timer = heappop(timers)
+            t = timer.time
+            kind = timer.kind
+            arg = timer.arg
             if kind == T_CALL:
                 fn, args = arg
                 fn(t, *args)
             else:
                 self.on_timer(kind, t, arg)
+
+    def deadline(self) -> int:
+        timers: list[Timer] = self.timers
+        return timers[0].time if timers else INF
 
     def on_timer(self, kind: int, now: int, arg: Any) -> None:
         """A deadline of *kind* (other than :data:`T_CALL`) is due; subclasses handle

@@ -26,7 +26,7 @@ Marking policies (issues 5 and 6) hook in through :meth:`Switch.attach_marker` (
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final, TYPE_CHECKING
 
 from .params import SwitchParams
 from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl, get_vl, icrc_ok, set_vl
@@ -44,8 +44,9 @@ if TYPE_CHECKING:
     from .hooks import Marker
     from .recorder import Recorder
 
-_DATA_OPCODE = [is_data(op) for op in range(256)]
-T_COMPLETE, T_ELIGIBLE = T_OWN, T_OWN + 1     # the switch's own deadlines (node.Timer)
+_DATA_OPCODE: Final = [is_data(op) for op in range(256)]
+T_COMPLETE: Final = T_OWN    # the switch's own deadlines (node.Timer)
+T_ELIGIBLE: Final = T_OWN + 1
 
 
 class Entry:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from typing import TYPE_CHECKING
+from typing import Final, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .params import FlowSpec, SizeDist
 
-INF = 1 << 62
+INF: Final = 1 << 62
 
 
 def flow_rng(seed: int, name: str, stream: str = "") -> random.Random:

@@ -10,9 +10,11 @@ still sent and ends the entry); weight-0 entries are skipped.
 """
 from __future__ import annotations
 
+from typing import Final
+
 from collections.abc import Collection, Iterable
 
-UNLIMITED = 255
+UNLIMITED: Final = 255
 
 
 class _WRR:

@@ -137,12 +137,12 @@ class NodeLoop:
         sched = self.sched
         heap = sched.heap
         if self.pace is not None:       # [pace] issue 16 (helper V): follow or raise the shared pause
-            self.pace.adjust(self, heap[0][0] if heap else None)
+            self.pace.adjust(self, heap[0].time if heap else None)
         E = self.emulated_now()
         end = self.duration
         limit = E + 1 if E < end else end       # the events at or before E, before the end
-        if heap and E - heap[0][0] > self.max_lag_ps:   # the step's first event is its latest
-            self.max_lag_ps = E - heap[0][0]
+        if heap and E - heap[0].time > self.max_lag_ps:   # the step's first event is its latest
+            self.max_lag_ps = E - heap[0].time
             if self.max_lag_ps > self.overload_ps and not self.overloaded:
                 self.overloaded = True          # the machine cannot keep up with the dilation
                 if self.on_overload is not None:
@@ -151,31 +151,31 @@ class NodeLoop:
         stop_at = 0.0
         while True:
             upto = min(limit, self._next_sample)
-            if heap and upto - heap[0][0] > chunk:      # far behind: in slices, see below
-                upto = heap[0][0] + chunk
+            if heap and upto - heap[0].time > chunk:      # far behind: in slices, see below
+                upto = heap[0].time + chunk
                 if not stop_at:
                     stop_at = trio.current_time() + STEP_BUDGET
                 elif trio.current_time() > stop_at:
                     break                       # let trio run; the timer task steps on at once
             sched.run(upto)
-            if heap and self._next_sample <= heap[0][0] < limit:
-                self._sample_upto(heap[0][0])   # before the first event at or after it
+            if heap and self._next_sample <= heap[0].time < limit:
+                self._sample_upto(heap[0].time)   # before the first event at or after it
                 continue
-            if upto < limit and heap and heap[0][0] < limit:
+            if upto < limit and heap and heap[0].time < limit:
                 continue
             break
         if self.pace is not None:       # [pace] issue 16: caught up until the next event
-            self.pace.idle(heap[0][0] if heap else None)
+            self.pace.idle(heap[0].time if heap else None)
         self.now_ps = min(E, end)
-        if heap and heap[0][0] < limit:         # a step cut short (STEP_BUDGET)
-            self._arm(heap[0][0])
+        if heap and heap[0].time < limit:         # a step cut short (STEP_BUDGET)
+            self._arm(heap[0].time)
         elif E >= end:
             self._sample_upto(end)
             self.done = True
             assert self._finished is not None
             self._finished.set()
         else:
-            self._arm(heap[0][0] if heap and heap[0][0] < end else end)
+            self._arm(heap[0].time if heap and heap[0].time < end else end)
 
     def _sample_upto(self, t: int) -> None:
         """Call ``on_sample(T)`` for every sample time T <= *t* not yet sampled: after
@@ -275,7 +275,7 @@ class NodeLoop:
                 self._next_sample = min(self.sample_step, self.duration)
             self._deadline = None
             heap = self.sched.heap
-            self._arm(heap[0][0] if heap else self.duration)
+            self._arm(heap[0].time if heap else self.duration)
             async with trio.open_nursery() as nursery:
                 for ps in self.sockets:
                     nursery.start_soon(self._rx_task, ps)

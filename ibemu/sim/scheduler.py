@@ -1,7 +1,8 @@
 """The one scheduler of both clocks (../shared/DESIGN.md §1 and §7; issue 12 item 3).
 
 A discrete-event loop over a heap of events keyed by (time, sequence), in the manner of
-SimPy's core.  Every event is a tuple ``(time, seq, kind, node, port, frame, link)``:
+SimPy's core.  Every event is an :class:`Event` ``(time, seq, kind, node, port, frame,
+link)`` (indexable like that tuple):
 
 - ``DELIVER``: *frame* arrives on *node*'s *port* at *time*; *link* is True for a
   link-layer (flow-control) packet;
@@ -41,18 +42,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-INF = 1 << 62
+INF: Final = 1 << 62
 """A time after every event ("no deadline")."""
-DELIVER, WAKE, DELIVER_FAULTY = 0, 1, 2
+DELIVER: Final = 0
+WAKE: Final = 1
+DELIVER_FAULTY: Final = 2
 
 
 class SimNode:
     """What the scheduler needs of a node (:class:`ibemu.fabric.node.Node` extends it):
     it is handed frames and deadlines with the time as an argument, and leaves its
     transmissions ``(port, frame, link, t_start)`` in ``outbox`` and its deadlines,
-    tuples that begin ``(t, seq, ...)``, in the heap ``timers``.
+    ordered and indexed like tuples that begin ``(t, seq, ...)``, in the heap ``timers``;
+    the loop reads the earliest with :meth:`deadline`.
 
     A concrete base class rather than a protocol, so that the compiled core (issue 16)
     calls a node's methods and reads its attributes natively instead of by name."""
@@ -78,6 +82,11 @@ class SimNode:
     def next_deadline(self) -> int | None:
         return self.timers[0][0] if self.timers else None
 
+    def deadline(self) -> int:
+        """:meth:`next_deadline` as an int, :data:`INF` for none (the hot loop's: no
+        boxing; :class:`ibemu.fabric.node.Node` reads its typed timers)."""
+        return self.timers[0][0] if self.timers else INF
+
 
 class Capture(Protocol):
     """A capture file: every frame as it starts on a link."""
@@ -93,8 +102,36 @@ class FaultyLink(Protocol):
     def accept(self, seq: int, /) -> bool: ...
 
 
-Event = tuple[int, int, int, SimNode, int, Any, Any]
-"""``(time, seq, kind, node, port, frame, link)``."""
+class Event:
+    """One scheduled event ``(time, seq, kind, node, port, frame, link)`` (the module
+    text).  The heap orders events by (time, seq) as it ordered the tuples it held
+    before (issue 16): *seq* is unique, so the order is the same, but a native object
+    compares its two ints directly and holds them unboxed, where a tuple compared item
+    by item through the generic rich comparison and boxed every int.  ``event[i]``
+    reads the i-th field, as the tuple's did."""
+    __slots__ = ("time", "seq", "kind", "node", "port", "frame", "link")
+
+    def __init__(self, time: int, seq: int, kind: int, node: SimNode, port: int, frame: Any,
+                 link: Any) -> None:
+        self.time = time
+        self.seq = seq
+        self.kind = kind
+        self.node = node
+        self.port = port
+        self.frame = frame
+        self.link = link
+
+    def __lt__(self, other: Event) -> bool:
+        if self.time != other.time:
+            return self.time < other.time
+        return self.seq < other.seq
+
+    def __getitem__(self, i: int) -> Any:
+        return (self.time, self.seq, self.kind, self.node, self.port, self.frame, self.link)[i]
+
+    def __len__(self) -> int:
+        return 7
+
 Peer = tuple[SimNode, int, int, "FaultyLink | None"]
 """Where a port's frames go: ``(peer node, peer port, propagation ps, injector)``."""
 
@@ -137,7 +174,7 @@ class Scheduler:
     def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool) -> None:
         """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in)."""
         self.seq += 1
-        heappush(self.heap, (t, self.seq, DELIVER, node, port, frame, link))
+        heappush(self.heap, Event(t, self.seq, DELIVER, node, port, frame, link))
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
@@ -145,7 +182,7 @@ class Scheduler:
         if d is not None and d < node.sched_wake_at:
             node.sched_wake_at = d
             self.seq += 1
-            heappush(self.heap, (d, self.seq, WAKE, node, 0, None, False))
+            heappush(self.heap, Event(d, self.seq, WAKE, node, 0, None, False))
 
     def route(self, node: SimNode) -> None:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
@@ -164,12 +201,12 @@ class Scheduler:
                 for extra, f2, lseq in inj.transmit(t0, frame, link):
                     self.seq += 1
                     self.frames += 1
-                    heappush(heap, (t0 + prop + extra, self.seq, DELIVER_FAULTY, peer, pport,
+                    heappush(heap, Event(t0 + prop + extra, self.seq, DELIVER_FAULTY, peer, pport,
                                     f2, (link, lseq, inj)))
                 continue
             self.seq += 1
             self.frames += 1
-            heappush(heap, (t0 + prop, self.seq, DELIVER, peer, pport, frame, link))
+            heappush(heap, Event(t0 + prop, self.seq, DELIVER, peer, pport, frame, link))
         node.outbox.clear()
 
     def after(self, node: SimNode) -> None:
@@ -207,8 +244,14 @@ class Scheduler:
         seq = self.seq
         if poll is not None:
             next_report = -INF                  # the wall clock: poll in place of progress
-        while heap and heap[0][0] < until:
-            t, _, kind, node, port, frame, link = pop(heap)
+        while heap and heap[0].time < until:
+            ev = pop(heap)
+            t = ev.time
+            kind = ev.kind
+            node = ev.node
+            port = ev.port
+            frame = ev.frame
+            link = ev.link
             events += 1
             now = t
             if last is not None:                # the slip rule (wall clock)
@@ -248,26 +291,24 @@ class Scheduler:
                             if inj is None:
                                 seq += 1
                                 frames += 1
-                                push(heap, (t0 + target[2], seq, k_deliver, target[0], target[1],
-                                            f, lk))
+                                push(heap, Event(t0 + target[2], seq, k_deliver, target[0], target[1],
+                                                 f, lk))
                             else:
                                 for extra, f2, lseq in inj.transmit(t0, f, lk):
                                     seq += 1
                                     frames += 1
-                                    push(heap, (t0 + target[2] + extra, seq, k_faulty,
-                                                target[0], target[1], f2, (lk, lseq, inj)))
+                                    push(heap, Event(t0 + target[2] + extra, seq, k_faulty,
+                                                     target[0], target[1], f2, (lk, lseq, inj)))
                     outbox.clear()
                 else:
                     self.seq = seq
                     transmit(node)              # may schedule deliveries
                     seq = self.seq
-            timers = node.timers
-            if timers:
-                d = timers[0][0]
-                if d < node.sched_wake_at:
-                    node.sched_wake_at = d
-                    seq += 1
-                    push(heap, (d, seq, k_wake, node, 0, None, False))
+            d = node.deadline()
+            if d < node.sched_wake_at:
+                node.sched_wake_at = d
+                seq += 1
+                push(heap, Event(d, seq, k_wake, node, 0, None, False))
             if t >= next_report:
                 if poll is not None:
                     if events & poll_mask == poll_mask:

@@ -12,22 +12,22 @@ Layouts: ../shared/REFERENCE.md "Wire format" (LRH, BTH, AETH) and IBA 9.3 / 9.4
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Final
 
 from .crc import icrc as _icrc, vcrc as _vcrc
 from .layout import (Buf, BTH_LEN, GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_LEN, PACKET_OVERHEAD,
                      PKTLEN_MASK, VCRC_LEN)
 from .opcodes import EXT_LEN, EXT_SIZES, OPCODES, LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 
-_LRH = struct.Struct(">BBHHH")        # VL|LVer, SL|rsvd|LNH, DLID, rsvd|PktLen, SLID
-_BTH = struct.Struct(">BBHII")        # OpCode, SE|M|Pad|TVer, P_Key, FECN|BECN|rsvd|DestQP, AckReq|rsvd|PSN
-_GRH = struct.Struct(">IHBB16s16s")   # IPVer|TClass|FlowLabel, PayLen, NxtHdr, HopLmt, SGID, DGID
-_U16 = struct.Struct(">H")
-_U16LE = struct.Struct("<H")
-_U32LE = struct.Struct("<I")
+_LRH: Final = struct.Struct(">BBHHH")        # VL|LVer, SL|rsvd|LNH, DLID, rsvd|PktLen, SLID
+_BTH: Final = struct.Struct(">BBHII")        # OpCode, SE|M|Pad|TVer, P_Key, FECN|BECN|rsvd|DestQP, AckReq|rsvd|PSN
+_GRH: Final = struct.Struct(">IHBB16s16s")   # IPVer|TClass|FlowLabel, PayLen, NxtHdr, HopLmt, SGID, DGID
+_U16: Final = struct.Struct(">H")
+_U16LE: Final = struct.Struct("<H")
+_U32LE: Final = struct.Struct("<I")
 
 # extension headers: name -> (struct, field names); reserved bits are always zero
-_EXT: dict[str, tuple[struct.Struct, tuple[str, ...]]] = {
+_EXT: Final[dict[str, tuple[struct.Struct, tuple[str, ...]]]] = {
     "RDETH": (struct.Struct(">I"), ("ee_context",)),
     "DETH": (struct.Struct(">II"), ("q_key", "src_qp")),
     "RETH": (struct.Struct(">QII"), ("va", "r_key", "dma_len")),
@@ -37,7 +37,7 @@ _EXT: dict[str, tuple[struct.Struct, tuple[str, ...]]] = {
     "ImmDt": (struct.Struct(">I"), ("immdt",)),
     "IETH": (struct.Struct(">I"), ("r_key",)),
 }
-_MASK24 = 0xFFFFFF
+_MASK24: Final = 0xFFFFFF
 
 
 class CodecError(ValueError):

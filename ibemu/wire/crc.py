@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import zlib
 from functools import lru_cache
-from typing import Protocol
+from typing import Final, Protocol
 
 import anycrc
 
@@ -37,11 +37,11 @@ class _CRC(Protocol):
 _VCRC: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0xFFFF, refin=True, refout=True, xorout=0xFFFF)
 _VCRC0: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0x0000, refin=True, refout=True, xorout=0x0000)
 
-ICRC_LRH_MASK = b"\xff" * LRH_LEN   # the whole LRH is variant
-GRH_VARIANT_MASK = bytes([0x0F, 0xFF, 0xFF, 0xFF]) + bytes(3) + b"\xff" + bytes(32)
+ICRC_LRH_MASK: Final = b"\xff" * LRH_LEN   # the whole LRH is variant
+GRH_VARIANT_MASK: Final = bytes([0x0F, 0xFF, 0xFF, 0xFF]) + bytes(3) + b"\xff" + bytes(32)
 """OR-mask for the 40-byte GRH: TClass (8 bits after IPVer), FlowLabel (20), HopLmt (8)."""
 
-BTH_VARIANT_OFFSET = BTH_CN     # FECN | BECN | Resv6 byte of the BTH
+BTH_VARIANT_OFFSET: Final = BTH_CN     # FECN | BECN | Resv6 byte of the BTH
 
 
 def vcrc(data: Buf) -> int:
@@ -49,12 +49,33 @@ def vcrc(data: Buf) -> int:
     return _VCRC.calc(data)
 
 
+def _vcrc_table() -> list[int]:
+    """The byte table of the VCRC polynomial, reflected (0x100B -> 0xD008)."""
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xD008 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_VCRC_TABLE: Final = _vcrc_table()
+
+
 def lpcrc(first4: Buf) -> int:
-    """LPCRC of a link flow-control packet: the VCRC polynomial over its first 4 bytes."""
-    return _VCRC.calc(first4)
+    """LPCRC of a link flow-control packet: the VCRC polynomial over its first 4 bytes
+    (or, to check one, over all six).  A byte-table loop rather than anycrc: on four or
+    six bytes the call into anycrc and its buffer checks cost more than the CRC (issue
+    16); tests/test_crc.py checks that the two agree."""
+    crc = 0xFFFF
+    table = _VCRC_TABLE
+    for i in range(len(first4)):
+        crc = (crc >> 8) ^ table[(crc ^ first4[i]) & 0xFF]
+    return crc ^ 0xFFFF
 
 
-_LRH_MASK_CRC = zlib.crc32(ICRC_LRH_MASK)
+_LRH_MASK_CRC: Final = zlib.crc32(ICRC_LRH_MASK)
 
 
 def icrc(lrh_rest: Buf, lnh: int) -> int:
@@ -63,20 +84,29 @@ def icrc(lrh_rest: Buf, lnh: int) -> int:
     *lrh_rest* is the packet after the 8-byte LRH, up to (not including) the ICRC:
     GRH (when ``lnh == 3``), BTH, extension headers, payload, pad.
     """
-    buf = bytearray(lrh_rest)
+    crc = _LRH_MASK_CRC
     off = 0
     if lnh == 3:
+        grh = bytearray(lrh_rest[:GRH_LEN])
         for i, m in enumerate(GRH_VARIANT_MASK):
             if m:
-                buf[i] |= m
+                grh[i] |= m
+        crc = zlib.crc32(grh, crc)
         off = GRH_LEN
-    buf[off + BTH_VARIANT_OFFSET] = 0xFF
-    return zlib.crc32(buf, _LRH_MASK_CRC)
+    pos = off + BTH_VARIANT_OFFSET
+    if len(lrh_rest) <= pos:
+        raise IndexError("no BTH in %d bytes" % len(lrh_rest))
+    # CRC-32 runs on from one piece to the next, so the packet is not copied to mask
+    # the variant byte (issue 16: a 2 KiB copy per packet built or checked)
+    view = memoryview(lrh_rest)
+    crc = zlib.crc32(view[off:pos], crc)
+    crc = zlib.crc32(b"\xff", crc)
+    return zlib.crc32(view[pos + 1:], crc)
 
 
-ICRC_RESIDUE = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))
+ICRC_RESIDUE: Final = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))
 """CRC-32 over any data followed by its own CRC (least significant byte first)."""
-VCRC_RESIDUE = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
+VCRC_RESIDUE: Final = _VCRC.calc(_VCRC.calc(b"").to_bytes(2, "little"))
 """The VCRC over any data followed by its own VCRC (least significant byte first): a
 constant of the CRC, so a received packet is checked with one pass over all of it."""
 

@@ -10,16 +10,21 @@ readers every node uses on arrival; ``parse_link`` is the checked one for tools.
 """
 from __future__ import annotations
 
+from typing import Final
+
 import struct
 
 from .crc import VCRC_RESIDUE, lpcrc
 from .layout import Buf
 
-LINK_LEN = 6
-OP_NORMAL, OP_INIT = 0, 1
-LINK_OP_FCTBS, LINK_VL_FCCL, LINK_LPCRC = 0, 2, 4      # byte offsets of the three 16-bit words
-_LP = struct.Struct(">HH")
-_LPCRC = struct.Struct("<H")
+LINK_LEN: Final = 6
+OP_NORMAL: Final = 0
+OP_INIT: Final = 1
+LINK_OP_FCTBS: Final = 0    # byte offsets of the three 16-bit words
+LINK_VL_FCCL: Final = 2
+LINK_LPCRC: Final = 4
+_LP: Final = struct.Struct(">HH")
+_LPCRC: Final = struct.Struct("<H")
 
 
 def build_link(op: int, fctbs: int, vl: int, fccl: int, crc: int | None = None) -> bytes:

@@ -10,8 +10,10 @@ This one table drives both implementations of the wire format: the Scapy layers
 """
 from __future__ import annotations
 
+from typing import Final
+
 # extension header names and sizes (bytes)
-EXT_SIZES = {
+EXT_SIZES: Final = {
     "RDETH": 4,
     "DETH": 8,
     "RETH": 16,
@@ -54,7 +56,7 @@ _RESPONSES = {"RDMA_READ_RESPONSE_FIRST", "RDMA_READ_RESPONSE_MIDDLE",
               "RDMA_READ_RESPONSE_LAST", "RDMA_READ_RESPONSE_ONLY",
               "ACKNOWLEDGE", "ATOMIC_ACKNOWLEDGE"}
 
-OPCODES: dict[int, tuple[str, tuple[str, ...]]] = {}
+OPCODES: Final[dict[int, tuple[str, tuple[str, ...]]]] = {}
 """code -> (name, extension headers in wire order)."""
 
 for low, name, ext in _RC_LIKE + _RC_ONLY:
@@ -70,38 +72,41 @@ OPCODES[0x65] = ("UD_SEND_ONLY_WITH_IMMEDIATE", ("DETH", "ImmDt"))
 OPCODES[0x80] = ("CNP", ())
 
 OPCODE_BY_NAME = {name: code for code, (name, _) in OPCODES.items()}
-EXT_LEN = {code: sum(EXT_SIZES[e] for e in ext) for code, (_, ext) in OPCODES.items()}
+EXT_LEN: Final = {code: sum(EXT_SIZES[e] for e in ext) for code, (_, ext) in OPCODES.items()}
 
 # frequently used codes
-RC_SEND_FIRST = 0x00
-RC_SEND_MIDDLE = 0x01
-RC_SEND_LAST = 0x02
-RC_SEND_ONLY = 0x04
-RC_RDMA_WRITE_FIRST = 0x06
-RC_RDMA_WRITE_MIDDLE = 0x07
-RC_RDMA_WRITE_LAST = 0x08
-RC_RDMA_WRITE_ONLY = 0x0A
-RC_RDMA_READ_REQUEST = 0x0C
-RC_RDMA_READ_RESPONSE_FIRST = 0x0D
-RC_RDMA_READ_RESPONSE_MIDDLE = 0x0E
-RC_RDMA_READ_RESPONSE_LAST = 0x0F
-RC_RDMA_READ_RESPONSE_ONLY = 0x10
-RC_ACKNOWLEDGE = 0x11
-UD_SEND_ONLY = 0x64
-CNP = 0x80
+RC_SEND_FIRST: Final = 0x00
+RC_SEND_MIDDLE: Final = 0x01
+RC_SEND_LAST: Final = 0x02
+RC_SEND_ONLY: Final = 0x04
+RC_RDMA_WRITE_FIRST: Final = 0x06
+RC_RDMA_WRITE_MIDDLE: Final = 0x07
+RC_RDMA_WRITE_LAST: Final = 0x08
+RC_RDMA_WRITE_ONLY: Final = 0x0A
+RC_RDMA_READ_REQUEST: Final = 0x0C
+RC_RDMA_READ_RESPONSE_FIRST: Final = 0x0D
+RC_RDMA_READ_RESPONSE_MIDDLE: Final = 0x0E
+RC_RDMA_READ_RESPONSE_LAST: Final = 0x0F
+RC_RDMA_READ_RESPONSE_ONLY: Final = 0x10
+RC_ACKNOWLEDGE: Final = 0x11
+UD_SEND_ONLY: Final = 0x64
+CNP: Final = 0x80
 
 # AETH syndrome (IBA 9.7.5.1): bits 6:5 select the kind, bits 4:0 the value
-AETH_ACK, AETH_RNR_NAK, AETH_RESERVED, AETH_NAK = 0, 1, 2, 3
+AETH_ACK: Final = 0
+AETH_RNR_NAK: Final = 1
+AETH_RESERVED: Final = 2
+AETH_NAK: Final = 3
 AETH_KINDS = {AETH_ACK: "ACK", AETH_RNR_NAK: "RNR_NAK", AETH_RESERVED: "RESERVED", AETH_NAK: "NAK"}
 NAK_CODES = {0: "PSN_SEQUENCE_ERROR", 1: "INVALID_REQUEST", 2: "REMOTE_ACCESS_ERROR",
              3: "REMOTE_OPERATIONAL_ERROR", 4: "INVALID_RD_REQUEST"}
 
 # LRH LNH values (IBA 7.7.5)
-LNH_RAW = 0
-LNH_IPV6 = 1
-LNH_IBA_LOCAL = 2
-LNH_IBA_GLOBAL = 3
-GRH_NXTHDR_BTH = 0x1B
+LNH_RAW: Final = 0
+LNH_IPV6: Final = 1
+LNH_IBA_LOCAL: Final = 2
+LNH_IBA_GLOBAL: Final = 3
+GRH_NXTHDR_BTH: Final = 0x1B
 
 
 def opcode_name(code: int) -> str:
