@@ -25,12 +25,12 @@ import pytest
 from ibemu.cc.cca.settings import CASetting, CCASpec, SLSetting, SwitchSetting, default_cct
 from ibemu.cc.registry import CCSpec
 from ibemu.fabric.params import FlowSpec
-from ibemu.units import PS_PER_S, PS_PER_US
+from ibemu.units import PS_PER_NS, PS_PER_S, PS_PER_US
 
 from .harness import BASE, DETH, FCP_BYTES, QDR, SDR, link, ps, scenario, simulate
 
 MTU = 2048
-TIMER_UNIT = 1.024 * PS_PER_US                  # CCTI_Timer counts 1.024 us
+TIMER_UNIT = 1024 * PS_PER_NS                   # CCTI_Timer counts 1.024 us (an int: the compiled core takes int ps)
 CCT = [(0, 0), (0, 1), (1, 3), (2, 5), (3, 100), (1, 20)]
 RATES = {"sdr": SDR, "qdr": QDR}
 
