@@ -14,7 +14,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,6 +158,25 @@ def _worker_of_rank(rank: int) -> int | None:
     return None
 
 
+def _kill_mid_run(cmd: list[str], victim_of: Callable[[], int | None]) -> tuple[Any, int, str, str]:
+    """Start the MPI job *cmd*; once rank 0 says its workers started, and 0.7 s later,
+    SIGKILL the process *victim_of* names; return (process, victim pid, stdout, stderr)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()              # rank 0: "2 ranks on ... running": the workers started
+        assert "2 ranks on" in line, line + p.stderr.read()
+        time.sleep(0.7)
+        victim = victim_of()
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p, victim, stdout, stderr
+
+
 def _no_worker_left(timeout: float = 10.0) -> bool:
     """No worker of rank 0 or 1 is alive, waiting up to *timeout* s for them to exit
     (a loaded machine may run a worker's exit a moment after mpiexec returned)."""
@@ -169,20 +190,8 @@ def _no_worker_left(timeout: float = 10.0) -> bool:
 
 def test_a_rank_whose_worker_dies_ends_the_job_with_partial_results(mpiexec, tmp_path):
     out = tmp_path / "mpi"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([mpiexec, "-n", "2", *_node_args(out, duration="2ms", dilation="5000")], cwd=ROOT,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = p.stderr.readline()              # rank 0: "2 ranks on ... running": the workers started
-        assert "2 ranks on" in line, line + p.stderr.read()
-        time.sleep(0.7)
-        victim = _worker_of_rank(1)
-        assert victim is not None
-        os.kill(victim, signal.SIGKILL)
-        stdout, stderr = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    p, victim, stdout, stderr = _kill_mid_run([mpiexec, "-n", "2", *_node_args(out, duration="2ms", dilation="5000")],
+                                              lambda: _worker_of_rank(1))
     assert p.returncode == 1, stderr
     assert "rank 1 (host 127.0.0.1, worker pid %d" % victim in stderr and "SIGKILL" in stderr
     assert "partial results in %s/" % out in stderr
@@ -292,21 +301,9 @@ def test_a_rank_process_that_dies_leaves_partial_outputs(mpiexec, tmp_path, dead
     proxy SIGKILLed the living rank too, before or after its outputs: 1 run in 10 failed
     here, about 1 in 2 on a loaded machine.)"""
     out, pcap = tmp_path / "mpi", tmp_path / "mpi.pcap"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([mpiexec, "-disable-auto-cleanup", "-n", "2",
-                          *_node_args(out, pcap, duration="2ms", dilation="5000")], cwd=ROOT,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = p.stderr.readline()              # rank 0: "2 ranks on ... running": the workers started
-        assert "2 ranks on" in line, line + p.stderr.read()
-        time.sleep(0.7)
-        victim = _rank_process(dead)
-        assert victim is not None
-        os.kill(victim, signal.SIGKILL)
-        stdout, stderr = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    p, _, stdout, stderr = _kill_mid_run([mpiexec, "-disable-auto-cleanup", "-n", "2",
+                                          *_node_args(out, pcap, duration="2ms", dilation="5000")],
+                                         lambda: _rank_process(dead))
     assert p.returncode != 0, stderr
     assert "Traceback" not in stderr
     if dead == 1:
