@@ -10,15 +10,14 @@ from typing import Any
 
 import ibemu.sim
 from ibemu.sim import INF, WAKE, Scheduler, VirtualEngine
+from ibemu.sim.scheduler import SimNode
 
 
-class FakeNode:
-    """A node as the scheduler sees it (the SimNode protocol), recording what it is handed."""
+class FakeNode(SimNode):
+    """A node as the scheduler sees it (a SimNode), recording what it is handed."""
 
     def __init__(self, name: str) -> None:
-        self.name = name
-        self.outbox: list[Any] = []
-        self.timers: list[Any] = []
+        super().__init__(name)
         self._tseq = 0
         self.seen: list[tuple[Any, ...]] = []
         self.on_receive = None              # fn(node, port, frame, link, now)

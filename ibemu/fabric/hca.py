@@ -25,6 +25,7 @@ from .traffic import INF
 T_RX_DONE: Final = T_OWN    # the HCA's own deadlines (node.Timer)
 T_TX_DONE: Final = T_OWN + 1
 T_KICK: Final = T_OWN + 2
+T_RX_DONE_INTACT: Final = T_OWN + 3     # T_RX_DONE of a frame delivered intact (no ICRC check)
 
 if TYPE_CHECKING:
     from .hooks import Notifier, PacketHandler
@@ -97,18 +98,27 @@ class HCA(Node):
 
     # ---------------------------------------------------------------- receive
     def receive(self, pidx: int, buf: Buf, link: bool, now: int) -> None:
+        self._receive(pidx, buf, link, now, True)
+
+    def receive_intact(self, pidx: int, buf: Buf, link: bool, now: int) -> None:
+        self._receive(pidx, buf, link, now, False)
+
+    def _receive(self, pidx: int, buf: Buf, link: bool, now: int, check: bool) -> None:
+        """A frame arrives on *pidx*; *check*: verify its length, PktLen and CRCs, VCRC
+        now and ICRC when it is in (False only for a frame delivered intact,
+        SimNode.receive_intact)."""
         port = self.ports.get(pidx)
         if port is None:
             self.count("dropped_no_port")
             return
         if link:
-            if self.receive_link(port, buf, now) is not None:
+            if self.receive_link(port, buf, now, check) is not None:
                 self._try_send(now)
             return
         frame = buf if isinstance(buf, bytearray) else bytearray(buf)   # packets are bytearrays
         n = len(frame)
         port.pc.received(frame)
-        if not frame_intact(frame):             # length, PktLen, VCRC (node.py)
+        if check and not frame_intact(frame):   # length, PktLen, VCRC (node.py)
             self.port_error(port, "PortRcvErrors")
             return
         vl = get_vl(frame)
@@ -118,14 +128,14 @@ class HCA(Node):
         if vl != VL15 and not port.rx[vl].received(blocks_of(n)):
             self.port_error(port, "ExcessiveBufferOverrunErrors")
             return
-        self.at_kind(now + port.tx_time(n), T_RX_DONE, frame)   # (its VL is read again then)
+        self.at_kind(now + port.tx_time(n), T_RX_DONE if check else T_RX_DONE_INTACT, frame)  # (VL read then)
 
-    def _rx_done(self, now: int, frame: bytearray, vl: int) -> None:
+    def _rx_done(self, now: int, frame: bytearray, vl: int, check: bool = True) -> None:
         port = self.port
         if vl != VL15:
             port.rx[vl].freed(blocks_of(len(frame)))
             self._send_fcp(port, vl, now)
-        if not self._acceptable(port, frame, vl):
+        if not self._acceptable(port, frame, vl, check):
             self._try_send(now)
             return
         qpn = get_destqp(frame)
@@ -142,16 +152,17 @@ class HCA(Node):
             self.ctrl.append((reply, vl))
         self._try_send(now)
 
-    def _acceptable(self, port: Port, frame: Buf, vl: int) -> bool:
+    def _acceptable(self, port: Port, frame: Buf, vl: int, check: bool = True) -> bool:
         """End-node checks once the whole packet is in (issue 8): an IBA local packet
         (LNH 2: ibemu's HCAs take no GRH) for one of this port's 2^LMC LIDs, a known OpCode whose headers fit,
         a good ICRC (IBA 7.8, data integrity) -- else PortRcvErrors; a P_Key the port's table holds
         (IBA 10.9, always checked at an HCA; not on VL15, the subnet management lane,
-        whose QP0 packets are exempt) -- else PortRcvConstraintErrors."""
+        whose QP0 packets are exempt) -- else PortRcvConstraintErrors.  Without *check*
+        (a frame delivered intact) the ICRC is not computed."""
         n = len(frame)
         ext = EXT_LEN.get(get_opcode(frame))
         if (get_lnh(frame) != LNH_IBA_LOCAL or get_dlid(frame) >> self.lmc != self.lid >> self.lmc or ext is None
-                or n < PACKET_OVERHEAD + ext + get_padcnt(frame) or not icrc_ok(frame)):
+                or n < PACKET_OVERHEAD + ext + get_padcnt(frame) or (check and not icrc_ok(frame))):
             self.port_error(port, "PortRcvErrors")
             return False
         if vl != VL15 and not self.pkey_table.allows(get_pkey(frame)):
@@ -244,6 +255,8 @@ class HCA(Node):
             self._try_send(now)
         elif kind == T_RX_DONE:
             self._rx_done(now, arg, get_vl(arg))
+        elif kind == T_RX_DONE_INTACT:
+            self._rx_done(now, arg, get_vl(arg), False)
         elif kind == T_KICK:
             self._kick(now)
         else:

@@ -20,6 +20,11 @@ class VirtualEngine(Scheduler):
     of the directed link that port sends on (issue 8): each frame's deliveries come from
     its ``transmit`` and pass its ``accept`` (the duplicate filter) on arrival.
 
+    Without *faults*, every frame arrives exactly as a node of this engine built it, so
+    the nodes skip the CRC checks that cannot fail on it (``DELIVER_INTACT``; issue 16)
+    -- unless *check_crcs*, which makes them check every frame, as tests/test_sim_engine.py
+    does to show that the results are the same.
+
     ``start(t)`` starts every node; ``run(until)`` runs every event before *until*;
     ``now``, ``events`` and ``frames`` (frame-hops) tell how far it went.
     """
@@ -27,9 +32,11 @@ class VirtualEngine(Scheduler):
     def __init__(self, nodes: Iterable[SimNode],
                  wiring: Mapping[tuple[SimNode, int], tuple[SimNode, int, int]],
                  capture: Capture | None = None,
-                 faults: Mapping[tuple[SimNode, int], FaultyLink] | None = None) -> None:
+                 faults: Mapping[tuple[SimNode, int], FaultyLink] | None = None,
+                 check_crcs: bool = False) -> None:
         super().__init__(nodes, capture)
         faults = faults or {}
+        self.intact = not faults and not check_crcs
         for (node, port), (peer, pport, prop) in wiring.items():
             self.connect(node, port, peer, pport, prop, faults.get((node, port)))
 
