@@ -207,10 +207,7 @@ def test_fuzz_frames_are_each_counted_where_expected():
                 b.wake(1000 * i + 10**7)
                 grown = {k: v - before[1].get(k, 0) for k, v in b.counters.items() if v != before[1].get(k, 0)}
                 assert grown == {where.split("@")[0]: 1}, (kind, grown)
-                for q in sw.queues.values():
-                    for vq in q:
-                        vq.clear()
-                sw.queued = dict.fromkeys(sw.queued, 0)
+                sw.clear_queues()
             else:
                 grown = {k: v - before[0].get(k, 0) for k, v in sw.counters.items() if v != before[0].get(k, 0)}
                 assert grown == {where: 1}, (kind, grown)

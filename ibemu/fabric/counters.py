@@ -85,18 +85,20 @@ class PortCounters:
         self.rcv_constraint_errors = self.excessive_buffer_overrun = self.vl15_dropped = 0
         self.rcv_fecn = self.rcv_becn = 0
         self._wait_ps = self._cong_ps = 0
-        self._wait_since: int | None = None
-        self._cong_since: int | None = None
+        # ps when the port began to wait for credits / to be congested; -1: it is not
+        # (an int, not an Optional: the compiled core keeps it unboxed, issue 16)
+        self._wait_since = -1
+        self._cong_since = -1
         self._base: dict[str, int] = {}         # PortCounters name -> total at its last reset
         self._base_ext: dict[str, int] = {}     # PortCountersExtended name -> total at its last reset
 
     # -- updates (hot path: plain attribute arithmetic in the callers)
-    def transmitted(self, nbytes: int, now: int | None = None) -> None:
+    def transmitted(self, nbytes: int, now: int = -1) -> None:
         """A packet of *nbytes* (VCRC included) started: count it, and the port is no
         longer waiting for credits."""
         self.xmit_bytes += nbytes - VCRC_LEN
         self.xmit_pkts += 1
-        if self._wait_since is not None and now is not None:
+        if self._wait_since >= 0 and now >= 0:
             self.waiting(now, False)
 
     def received(self, frame: Buf) -> None:
@@ -114,20 +116,20 @@ class PortCounters:
     def waiting(self, now: int, flag: bool) -> None:
         """The port has (True) or no longer has (False) a packet blocked for credits."""
         if flag:
-            if self._wait_since is None:
+            if self._wait_since < 0:
                 self._wait_since = now
-        elif self._wait_since is not None:
+        elif self._wait_since >= 0:
             self._wait_ps += now - self._wait_since
-            self._wait_since = None
+            self._wait_since = -1
 
     def congested(self, now: int, flag: bool) -> None:
         """Enter or leave the congested state (a CCA switch port that marks)."""
         if flag:
-            if self._cong_since is None:
+            if self._cong_since < 0:
                 self._cong_since = now
-        elif self._cong_since is not None:
+        elif self._cong_since >= 0:
             self._cong_ps += now - self._cong_since
-            self._cong_since = None
+            self._cong_since = -1
 
     # -- derived totals
     @property
@@ -139,10 +141,10 @@ class PortCounters:
         return self.rcv_bytes // 4
 
     def wait_ps(self, now: int) -> int:
-        return self._wait_ps + (now - self._wait_since if self._wait_since is not None else 0)
+        return self._wait_ps + (now - self._wait_since if self._wait_since >= 0 else 0)
 
     def cong_ps(self, now: int) -> int:
-        return self._cong_ps + (now - self._cong_since if self._cong_since is not None else 0)
+        return self._cong_ps + (now - self._cong_since if self._cong_since >= 0 else 0)
 
     def totals(self, now: int) -> dict[str, int]:
         """Every counter as a running total in IBA units at time *now*."""

@@ -69,6 +69,28 @@ class Entry:
         self.share = 0                      # output rate it takes of its input's read rate (0: all)
 
 
+class XPort:
+    """The switch's own state of one port: as an output, its FIFOs per VL, its VL15
+    queue, the packets waiting (cnt1 of seed 003 §5) and its VL arbiter; as a crossbar
+    input, the time it frees (``in_busy``) and the rates of the slower outputs it feeds
+    now (``in_share``).  Port 0 (the switch's own, input index -1) has one too, as an
+    input only.  One object per port, read by attribute: the tables it replaces were
+    int-keyed dicts, a lookup and a boxed int per access (issue 16)."""
+    __slots__ = ("index", "port", "queues", "vl15", "queued", "arb", "wake_at", "in_busy", "in_share", "rate")
+
+    def __init__(self, index: int, port: Port | None, nvl: int, arb: VLArbiter | None) -> None:
+        self.index = index
+        self.port = port                    # None for port 0
+        self.queues: list[list[Entry]] = [[] for _ in range(nvl)]
+        self.vl15: list[Entry] = []         # VL15 packets (priority, no credits)
+        self.queued = 0                     # packets waiting for this output
+        self.arb = arb
+        self.wake_at = -1                   # pending eligibility timer
+        self.in_busy = 0                    # ps: as an input, when its crossbar input frees
+        self.in_share = 0                   # as an input: rates of the slower outputs it feeds now
+        self.rate = port.rate if port is not None else 0
+
+
 class Switch(Node):
     def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder: Recorder | None = None):
         super().__init__(name, recorder)
@@ -80,13 +102,10 @@ class Switch(Node):
         nvl = params.data_vls
         self.sl2vl = list(params.sl2vl) if params.sl2vl else [sl % nvl for sl in range(16)]
         self.port_sl2vl = dict(params.port_sl2vl)   # (in or None, out) -> table (seed 004 Fig. 5)
-        self.queues: dict[int, list[list[Entry]]] = {}
-        self.vl15: dict[int, list[Entry]] = {}      # out port -> VL15 packets (priority, no credits)
-        self.queued: dict[int, int] = {}            # out port -> packets waiting (cnt1 of seed 003 §5)
-        self.in_busy: dict[int, int] = {-1: 0}      # input port (-1: port 0) -> time its crossbar input frees
-        self.in_share: dict[int, int] = {-1: 0}     # input -> rates of the slower outputs it feeds now
-        self.arb: dict[int, VLArbiter] = {}
-        self._wake_at: dict[int, int] = {}          # out port -> pending eligibility timer
+        self.xports: dict[int, XPort] = {-1: XPort(-1, None, 0, None)}  # port (-1: port 0) -> its state
+        self._xlist: list[XPort] = []               # the ports' XPorts, in the order of ``ports``
+        self.queues: dict[int, list[list[Entry]]] = {}  # out port -> its XPort's FIFOs (the same lists)
+        self.vl15: dict[int, list[Entry]] = {}      # out port -> its XPort's VL15 queue (the same list)
         self.marker: Marker | None = None           # congestion marking (ibemu.fabric.hooks)
         self.agent: MADAgent | None = None          # MADAgent of port 0, made on first use
         self.enforce_pkeys = params.enforce_pkeys
@@ -99,13 +118,28 @@ class Switch(Node):
     def add_port(self, port: Port) -> None:
         self.ports[port.index] = port
         nvl = len(port.tx)                          # operational VLs of this link
-        self.queues[port.index] = [[] for _ in range(nvl)]
-        self.queued[port.index] = 0
-        self.vl15[port.index] = []
-        self.in_busy[port.index] = 0
-        self.in_share[port.index] = 0
-        self.arb[port.index] = self.params.port_vlarb.get(port.index, self.params.vlarb).arbiter(nvl)
-        self._wake_at[port.index] = -1
+        x = XPort(port.index, port, nvl, self.params.port_vlarb.get(port.index, self.params.vlarb).arbiter(nvl))
+        self.xports[port.index] = x
+        self._xlist = [self.xports[i] for i in self.ports]
+        self.queues[port.index] = x.queues
+        self.vl15[port.index] = x.vl15
+
+    @property
+    def queued(self) -> dict[int, int]:
+        """Out port -> packets waiting for it (cnt1 of seed 003 §5); a copy."""
+        return {x.index: x.queued for x in self._xlist}
+
+    def queued_at(self, o: int) -> int:
+        """Packets waiting for output *o*."""
+        return self.xports[o].queued
+
+    def clear_queues(self) -> None:
+        """Forget every packet waiting for an output (tests: a switch fed by hand)."""
+        for x in self._xlist:
+            for q in x.queues:
+                q.clear()
+            x.vl15.clear()
+            x.queued = 0
 
     # ---------------------------------------------------------------- receive
     def receive(self, pidx: int, buf: Buf, link: bool, now: int) -> None:
@@ -148,9 +182,12 @@ class Switch(Node):
             self._to_agent(port, frame, vl_in, blocks, now)      # management port 0
             return
         out = self.lft.get(dlid)
-        if out is None or out not in self.ports or out == pidx:
+        xo = self.xports.get(out) if out is not None else None
+        if xo is None or xo.port is None or out == pidx:        # (no port: -1, the switch's own)
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
             return
+        oport = xo.port
+        out = xo.index
         if self.enforce_pkeys and lnh >= LNH_IBA_LOCAL and vl_in != VL15:      # (VL15: QP0, exempt)
             ptable = self.pkey_tables.get(pidx)
             if ptable is not None:
@@ -167,25 +204,25 @@ class Switch(Node):
             if self.port_sl2vl:
                 table = self.port_sl2vl.get((pidx, out)) or self.port_sl2vl.get((None, out)) or table
             vl = table[get_sl(frame)]
-            if vl >= len(self.queues[out]):
-                vl = len(self.queues[out]) - 1
+            if vl >= len(xo.queues):
+                vl = len(xo.queues) - 1
         tail = now + port.tx_time(n)
         if self.cut_through:
             # the output link must not underrun: from a slower input into a faster
             # output the packet starts late enough to finish when its last byte is in
             # (plus the forwarding delay), so every hop's last byte follows the last
             # byte that came in (issue 13, defect 1)
-            lag = tail - now - self.ports[out].tx_time(n)
+            lag = tail - now - oport.tx_time(n)
             eligible = (now + lag if lag > 0 else now) + self.fwd_delay
         else:
             eligible = tail + self.fwd_delay
         data = _DATA_OPCODE[get_opcode_any(frame)] if lnh >= LNH_IBA_LOCAL else False
         e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
-        (self.vl15[out] if vl == VL15 else self.queues[out][vl]).append(e)
-        self.queued[out] += 1
+        (xo.vl15 if vl == VL15 else xo.queues[vl]).append(e)
+        xo.queued += 1
         if self.marker is not None:
             self.marker.on_arrival(self, e, now)
-        self._try_output(out, now)
+        self._try_out(xo, now)
 
     def _to_agent(self, port: Port, frame: bytearray, vl_in: int, blocks: int, now: int) -> None:
         """A packet for the switch's own LID (management port 0, IBA 14.2.5): a MAD on
@@ -214,12 +251,13 @@ class Switch(Node):
         manager, seed 000 §6.2, or a MAD response) on VL15, routed by its DLID; False
         when unroutable.  It enters the crossbar from port 0 (input index -1)."""
         out = self.lft.get(get_dlid(frame))
-        if out is None or out not in self.ports:
+        xo = self.xports.get(out) if out is not None else None
+        if xo is None or xo.port is None:
             return False
-        e = Entry(frame, -1, VL15, out, VL15, blocks_of(len(frame)), now, now, False)
-        self.vl15[out].append(e)
-        self.queued[out] += 1
-        self._try_output(out, now)
+        e = Entry(frame, -1, VL15, xo.index, VL15, blocks_of(len(frame)), now, now, False)
+        xo.vl15.append(e)
+        xo.queued += 1
+        self._try_out(xo, now)
         return True
 
     # ---------------------------------------------------------------- scheduling
@@ -247,33 +285,43 @@ class Switch(Node):
         whole (``in_busy``); a store-and-forward input faster than the output reads at
         its own rate, so it only needs that output's rate to be left of its own by the
         slower outputs it feeds already; any other transfer needs it all."""
-        if self.in_busy[inp] > now:
+        x = self.xports[inp]
+        if x.in_busy > now:
             return False
-        used = self.in_share[inp]
+        used = x.in_share
         if not self.cut_through and inp >= 0:
-            r_in = self.ports[inp].rate
+            r_in = x.rate
             if r_in > rate:
                 return used + rate <= r_in
         return used == 0
 
     def _try_output(self, o: int, now: int) -> None:
-        port = self.ports[o]
-        queued = self.queued[o]
+        self._try_out(self.xports[o], now)
+
+    def _try_out(self, x: XPort, now: int) -> None:
+        """Start the next packet on output *x* if its link, the credits, the FIFOs and
+        the VL arbitration allow (seed 003 Table 1)."""
+        port = x.port
+        if port is None:
+            return
+        queued = x.queued
         if (port.busy_until > now or port.fcp_pending) and self.link_blocked(port, now, queued > 0):
             return
         if not queued:
             return
-        q15 = self.vl15[o]
+        q15 = x.vl15
         if q15:                                     # VL15 has priority and needs no credit
             i = self._pick(q15, now, port.rate)
             if i is not None:
                 if i:
                     q15[0].bypassed += 1
-                self._transmit(port, q15.pop(i), now)
+                self._transmit(x, port, q15.pop(i), now)
                 return
-            self._arm_eligibility(o, q15, now)
-        queues = self.queues[o]
-        arb = self.arb[o]
+            self._arm_eligibility(x, q15, now)
+        queues = x.queues
+        arb = x.arb
+        if arb is None:
+            return
         vl: int | None                              # the VL to send from (None: none can)
         if arb.single is not None:
             vl = arb.single
@@ -283,7 +331,7 @@ class Switch(Node):
             i = self._pick(q, now, port.rate)
             if i is None or not port.tx[vl].can_send(q[i].blocks):
                 port.pc.waiting(now, i is not None)     # PortXmitWait: blocked for credits
-                self._arm_eligibility(o, q, now)
+                self._arm_eligibility(x, q, now)
                 return
         else:
             picks: dict[int, int] = {}              # VL -> index of its pick
@@ -301,7 +349,7 @@ class Switch(Node):
                 port.pc.waiting(now, starved)
                 for q in queues:
                     if q:
-                        self._arm_eligibility(o, q, now)
+                        self._arm_eligibility(x, q, now)
                 return
             i = picks[vl]
             arb.sent(vl, len(queues[vl][i].frame), picks)
@@ -309,9 +357,9 @@ class Switch(Node):
         if i:
             q[0].bypassed += 1
         e = q.pop(i)
-        self._transmit(port, e, now)
+        self._transmit(x, port, e, now)
 
-    def _arm_eligibility(self, o: int, q: list[Entry], now: int) -> None:
+    def _arm_eligibility(self, x: XPort, q: list[Entry], now: int) -> None:
         """Wake when the FIFO's pick can change with time alone: at the head's
         eligibility; or, when the head is eligible but its input is busy and it may still
         be bypassed, at the eligibility of the first newer packet not yet eligible
@@ -319,7 +367,7 @@ class Switch(Node):
         head = q[0]
         t = head.eligible
         if t <= now:
-            if self.in_busy[head.inp] <= now or head.bypassed >= self.bypass_limit:
+            if self.xports[head.inp].in_busy <= now or head.bypassed >= self.bypass_limit:
                 return
             for e in q:
                 if e.eligible > now:
@@ -327,9 +375,9 @@ class Switch(Node):
                     break
             else:
                 return
-        if self._wake_at[o] != t:
-            self._wake_at[o] = t
-            self.at_kind(t, T_ELIGIBLE, o)
+        if x.wake_at != t:
+            x.wake_at = t
+            self.at_kind(t, T_ELIGIBLE, x)
 
     def on_timer(self, kind: int, now: int, arg: Any) -> None:
         if kind == T_COMPLETE:
@@ -339,12 +387,12 @@ class Switch(Node):
         else:
             super().on_timer(kind, now, arg)
 
-    def _eligible_timer(self, now: int, o: int) -> None:
-        if self._wake_at[o] == now:
-            self._wake_at[o] = -1
-        self._try_output(o, now)
+    def _eligible_timer(self, now: int, x: XPort) -> None:
+        if x.wake_at == now:
+            x.wake_at = -1
+        self._try_out(x, now)
 
-    def _transmit(self, port: Port, e: Entry, now: int) -> None:
+    def _transmit(self, x: XPort, port: Port, e: Entry, now: int) -> None:
         o = port.index
         frame = e.frame
         n = len(frame)
@@ -355,13 +403,13 @@ class Switch(Node):
         # only that output's rate of its own, and may feed other slower outputs at the
         # same time (issue 13: holding it whole for its read time left S2:24 idle behind
         # S2:23's packets on seed 002's testbed, throttling the victim X->Y)
-        inp = self.ports.get(e.inp, port)
-        if not self.cut_through and inp.rate > port.rate and e.inp >= 0:
+        xi = self.xports[e.inp]
+        if not self.cut_through and xi.rate > port.rate and e.inp >= 0:
             e.share = port.rate             # a share of the input's read rate, until the end
-            self.in_share[e.inp] += e.share
+            xi.in_share += e.share
         else:
-            self.in_busy[e.inp] = end if end > e.tail else e.tail
-        self.queued[o] -= 1
+            xi.in_busy = end if end > e.tail else e.tail
+        x.queued -= 1
         port.pc.transmitted(n, now)
         if e.vl != VL15:
             port.tx[e.vl].sent(e.blocks)
@@ -374,21 +422,23 @@ class Switch(Node):
         self.at_kind(end, T_COMPLETE, e)
 
     def link_free(self, port: Port, now: int) -> None:
-        self._try_output(port.index, now)
+        self._try_out(self.xports[port.index], now)
 
     def _complete(self, now: int, e: Entry) -> None:
         """The packet's last byte left: free its input buffer space, return the credit
         upstream, and let every output that may have waited on that input try again."""
+        xi = self.xports[e.inp]
         if e.share:
-            self.in_share[e.inp] -= e.share
+            xi.in_share -= e.share
         if e.vl_in != VL15:
-            inport = self.ports[e.inp]
-            inport.rx[e.vl_in].freed(e.blocks)
-            self._send_fcp(inport, e.vl_in, now)
+            inport = xi.port
+            if inport is not None:
+                inport.rx[e.vl_in].freed(e.blocks)
+                self._send_fcp(inport, e.vl_in, now)
         if self.marker is not None:
             self.marker.on_departure(self, e, now)
-        self._try_output(e.out, now)
-        queued = self.queued
-        for o in self.ports:
-            if queued[o] and o != e.out:
-                self._try_output(o, now)
+        xo = self.xports[e.out]
+        self._try_out(xo, now)
+        for x in self._xlist:
+            if x.queued and x is not xo:
+                self._try_out(x, now)

@@ -85,31 +85,32 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
     if padcnt is None:
         padcnt = (-len(payload)) & 3
     lnh = LNH_IBA_GLOBAL if grh is not None else LNH_IBA_LOCAL
-    rest = bytearray()              # everything after the LRH, up to the ICRC
+    hdr = bytearray()               # the headers after the LRH: GRH, BTH, extension headers
     if grh is not None:
         paylen = grh.get("paylen")
         if paylen is None:
             paylen = BTH_LEN + EXT_LEN.get(opcode, 0) + len(payload) + padcnt + ICRC_LEN
-        rest += _GRH.pack((6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20)
-                          | (grh.get("flowlabel", 0) & 0xFFFFF),
-                          paylen, grh.get("nxthdr", 0x1B), grh.get("hoplmt", 0),
-                          grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16)))
-    rest += _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
-                      pkey & 0xFFFF,
-                      (fecn << 31) | (becn << 30) | (destqp & _MASK24),
-                      (ackreq << 31) | (psn & _MASK24))
+        hdr += _GRH.pack((6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20)
+                         | (grh.get("flowlabel", 0) & 0xFFFFF),
+                         paylen, grh.get("nxthdr", 0x1B), grh.get("hoplmt", 0),
+                         grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16)))
+    hdr += _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
+                     pkey & 0xFFFF,
+                     (fecn << 31) | (becn << 30) | (destqp & _MASK24),
+                     (ackreq << 31) | (psn & _MASK24))
     if opcode in OPCODES:
         for name in OPCODES[opcode][1]:
-            rest += _pack_ext(name, ext.get(name, {}))
-    rest += payload
-    if padcnt:
-        rest += bytes(padcnt)
+            hdr += _pack_ext(name, ext.get(name, {}))
     if pktlen is None:
-        pktlen = (LRH_LEN + len(rest) + ICRC_LEN) >> 2
+        pktlen = (LRH_LEN + len(hdr) + len(payload) + padcnt + ICRC_LEN) >> 2
+    # one buffer, the payload copied into it once, the ICRC run over the pieces (issue 16)
     frame = bytearray(_LRH.pack(((vl & 0xF) << 4) | (lver & 0xF), ((sl & 0xF) << 4) | lnh,
                                 dlid, pktlen & PKTLEN_MASK, slid))
-    frame += rest
-    frame += _U32LE.pack(_icrc(rest, lnh) if icrc is None else icrc)
+    frame += hdr
+    frame += payload
+    if padcnt:
+        frame += bytes(padcnt)
+    frame += _U32LE.pack(_icrc(hdr, lnh, payload, padcnt) if icrc is None else icrc)
     frame += _U16LE.pack(_vcrc(frame) if vcrc is None else vcrc)
     return frame
 

@@ -78,11 +78,13 @@ def lpcrc(first4: Buf) -> int:
 _LRH_MASK_CRC: Final = zlib.crc32(ICRC_LRH_MASK)
 
 
-def icrc(lrh_rest: Buf, lnh: int) -> int:
+def icrc(lrh_rest: Buf, lnh: int, tail: Buf = b"", pad: int = 0) -> int:
     """ICRC of an IBA packet.
 
     *lrh_rest* is the packet after the 8-byte LRH, up to (not including) the ICRC:
-    GRH (when ``lnh == 3``), BTH, extension headers, payload, pad.
+    GRH (when ``lnh == 3``), BTH, extension headers, payload, pad -- or only its headers,
+    followed by *tail* (the payload) and *pad* zero bytes, so that a packet being built
+    need not be joined first (:func:`ibemu.wire.codec.build`).
     """
     crc = _LRH_MASK_CRC
     off = 0
@@ -101,7 +103,12 @@ def icrc(lrh_rest: Buf, lnh: int) -> int:
     view = memoryview(lrh_rest)
     crc = zlib.crc32(view[off:pos], crc)
     crc = zlib.crc32(b"\xff", crc)
-    return zlib.crc32(view[pos + 1:], crc)
+    crc = zlib.crc32(view[pos + 1:], crc)
+    if tail:
+        crc = zlib.crc32(tail, crc)
+    if pad:
+        crc = zlib.crc32(bytes(pad), crc)
+    return crc
 
 
 ICRC_RESIDUE: Final = zlib.crc32(zlib.crc32(b"").to_bytes(4, "little"))

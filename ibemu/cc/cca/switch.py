@@ -140,7 +140,7 @@ class CCAMarker:
         pass
 
     def on_departure(self, sw: Switch, e: Entry, now: int) -> None:
-        if self.ports[e.out].in_congestion and not sw.queued[e.out]:
+        if self.ports[e.out].in_congestion and not sw.queued_at(e.out):
             self._congestion(sw, e.out, now, False)     # the port went idle
 
     def _congestion(self, sw: Switch, o: int, now: int, flag: bool) -> None:

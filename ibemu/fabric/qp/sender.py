@@ -130,10 +130,13 @@ class SenderBase:
         """The CNP answering FECN-marked *frame* (:func:`.cnp.answer_cnp`)."""
         return answer_cnp(self.hca, frame, self.remote_qpn, self.vl)
 
-    def _build(self, opcode: int, psn: int, **fields: Any) -> bytearray:
-        """A packet of this QP's connection (addresses, QPN, VL, SL, P_Key filled in)."""
+    def _build(self, opcode: int, psn: int, ackreq: int = 0, becn: int = 0, payload: bytes = b"",
+               ext: dict[str, dict[str, Any]] | None = None) -> bytearray:
+        """A packet of this QP's connection (addresses, QPN, VL, SL, P_Key filled in).
+        (Named parameters, not ``**fields``: the compiled core then calls build natively.)"""
         return build(dlid=self.dlid, slid=self.slid, opcode=opcode, psn=psn,
-                     destqp=self.remote_qpn, vl=self.vl, sl=self.sl, pkey=self.pkey, **fields)
+                     destqp=self.remote_qpn, vl=self.vl, sl=self.sl, pkey=self.pkey,
+                     ackreq=ackreq, becn=becn, payload=payload, ext=ext)
 
     def _payload(self, n: int, msg: int, offset: int) -> bytes:
         if self.integrity is None:
