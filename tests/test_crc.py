@@ -186,3 +186,13 @@ def test_codec_patch_uses_the_delta_correctly(size):
         codec.set_becn(f, value)
         codec.set_vl(f, 7 * value)
         assert struct.unpack_from("<H", f, len(f) - 2)[0] == ref_crc16_reflected(bytes(f[:-2]))
+
+
+def test_lpcrc_words_is_lpcrc_of_the_head() -> None:
+    import random
+    import struct
+    from ibemu.wire.crc import lpcrc, lpcrc_words
+    rng = random.Random(3)
+    for _ in range(5000):
+        a, b = rng.randrange(1 << 16), rng.randrange(1 << 16)
+        assert lpcrc_words(a, b) == lpcrc(struct.pack(">HH", a, b))

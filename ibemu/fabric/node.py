@@ -13,6 +13,7 @@ from collections.abc import Callable
 import heapq
 from typing import Any, Final, TYPE_CHECKING, TypeAlias
 
+from ..sim.heap import NATIVE, Ordered, heap_pop, heap_push
 from ..sim.scheduler import INF, SimNode
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
@@ -36,7 +37,7 @@ _PORT_ERROR_ATTR: Final = {"PortRcvErrors": "rcv_errors", "PortRcvSwitchRelayErr
 
 
 
-class Timer:
+class Timer(Ordered):
     """A node's deadline ``(t, seq, kind, arg)``: at *t*, ``on_timer(kind, t, arg)``; kind
     :data:`T_CALL` is a general callback, *arg* ``(fn, args)`` for ``fn(t, *args)``
     (:meth:`Node.at`).  The other kinds are the nodes' own frequent deadlines, dispatched
@@ -44,18 +45,13 @@ class Timer:
     natively).  A native object ordered by (t, seq) as the tuple it replaces was (*seq*
     is unique: the same order), compared on its unboxed ints (issue 16); ``timer[i]``
     reads the i-th field, as the tuple's did."""
-    __slots__ = ("time", "seq", "kind", "arg")
+    __slots__ = ("kind", "arg")
 
     def __init__(self, time: int, seq: int, kind: int, arg: Any) -> None:
         self.time = time
         self.seq = seq
         self.kind = kind
         self.arg = arg
-
-    def __lt__(self, other: Timer) -> bool:
-        if self.time != other.time:
-            return self.time < other.time
-        return self.seq < other.seq
 
     def __getitem__(self, i: int) -> Any:
         return (self.time, self.seq, self.kind, self.arg)[i]
@@ -133,18 +129,26 @@ class Node(SimNode):
     def at(self, t: int, fn: Callable[..., None], *args: Any) -> None:
         """At *t*, call ``fn(t, *args)``."""
         self._tseq += 1
-        heappush(self.timers, Timer(t, self._tseq, T_CALL, (fn, args)))
+        timer = Timer(t, self._tseq, T_CALL, (fn, args))
+        if NATIVE:                          # the compiled core's heap (ibemu.sim.heap)
+            heap_push(self.timers, timer)
+        else:
+            heappush(self.timers, timer)
 
     def at_kind(self, t: int, kind: int, arg: Any = None) -> None:
         """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
         self._tseq += 1
-        heappush(self.timers, Timer(t, self._tseq, kind, arg))
+        timer = Timer(t, self._tseq, kind, arg)
+        if NATIVE:
+            heap_push(self.timers, timer)
+        else:
+            heappush(self.timers, timer)
 
     def wake(self, now: int) -> None:
         """Run every timer due at or before *now*, each at its own time."""
         timers: list[Timer] = self.timers
         while timers and timers[0].time <= now:
-            timer = heappop(timers)
+            timer: Timer = heap_pop(timers) if NATIVE else heappop(timers)
             t = timer.time
             kind = timer.kind
             arg = timer.arg

@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
 from typing import Any, Final, Protocol
 
+from .heap import NATIVE, Ordered, heap_pop, heap_push, push
+
 INF: Final = 1 << 62
 """A time after every event ("no deadline")."""
 DELIVER: Final = 0
@@ -113,14 +115,14 @@ class FaultyLink(Protocol):
     def accept(self, seq: int, /) -> bool: ...
 
 
-class Event:
+class Event(Ordered):
     """One scheduled event ``(time, seq, kind, node, port, frame, link)`` (the module
     text).  The heap orders events by (time, seq) as it ordered the tuples it held
     before (issue 16): *seq* is unique, so the order is the same, but a native object
     compares its two ints directly and holds them unboxed, where a tuple compared item
-    by item through the generic rich comparison and boxed every int.  ``event[i]``
-    reads the i-th field, as the tuple's did."""
-    __slots__ = ("time", "seq", "kind", "node", "port", "frame", "link")
+    by item through the generic rich comparison and boxed every int (:mod:`.heap`).
+    ``event[i]`` reads the i-th field, as the tuple's did."""
+    __slots__ = ("kind", "node", "port", "frame", "link")
 
     def __init__(self, time: int, seq: int, kind: int, node: SimNode, port: int, frame: Any,
                  link: Any) -> None:
@@ -131,11 +133,6 @@ class Event:
         self.port = port
         self.frame = frame
         self.link = link
-
-    def __lt__(self, other: Event) -> bool:
-        if self.time != other.time:
-            return self.time < other.time
-        return self.seq < other.seq
 
     def __getitem__(self, i: int) -> Any:
         return (self.time, self.seq, self.kind, self.node, self.port, self.frame, self.link)[i]
@@ -189,7 +186,7 @@ class Scheduler:
     def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool) -> None:
         """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in)."""
         self.seq += 1
-        heappush(self.heap, Event(t, self.seq, DELIVER, node, port, frame, link))
+        push(self.heap, Event(t, self.seq, DELIVER, node, port, frame, link))
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
@@ -197,7 +194,7 @@ class Scheduler:
         if d is not None and d < node.sched_wake_at:
             node.sched_wake_at = d
             self.seq += 1
-            heappush(self.heap, Event(d, self.seq, WAKE, node, 0, None, False))
+            push(self.heap, Event(d, self.seq, WAKE, node, 0, None, False))
 
     def route(self, node: SimNode) -> None:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
@@ -217,12 +214,12 @@ class Scheduler:
                 for extra, f2, lseq in inj.transmit(t0, frame, link):
                     self.seq += 1
                     self.frames += 1
-                    heappush(heap, Event(t0 + prop + extra, self.seq, DELIVER_FAULTY, peer, pport,
+                    push(heap, Event(t0 + prop + extra, self.seq, DELIVER_FAULTY, peer, pport,
                                     f2, (link, lseq, inj)))
                 continue
             self.seq += 1
             self.frames += 1
-            heappush(heap, Event(t0 + prop, self.seq, kind, peer, pport, frame, link))
+            push(heap, Event(t0 + prop, self.seq, kind, peer, pport, frame, link))
         node.outbox.clear()
 
     def after(self, node: SimNode) -> None:
@@ -247,7 +244,8 @@ class Scheduler:
         """Run every event before time *until* (ps), in (time, seq) order.
         *progress(now)* is called about every *progress_step* ps of emulated time."""
         heap = self.heap
-        pop, push = heappop, heappush       # the hot loop's globals as locals: faster
+        pop, push_ = heappop, heappush      # pure Python's heap, as locals: faster
+        native = NATIVE                     # the compiled core's heap (.heap): native calls
         k_deliver, k_wake, k_faulty, k_intact, inf = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, INF
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
         cap = self.capture
@@ -262,7 +260,7 @@ class Scheduler:
         if poll is not None:
             next_report = -INF                  # the wall clock: poll in place of progress
         while heap and heap[0].time < until:
-            ev = pop(heap)
+            ev: Event = heap_pop(heap) if native else pop(heap)
             t = ev.time
             kind = ev.kind
             node = ev.node
@@ -310,8 +308,11 @@ class Scheduler:
                             if inj is None:
                                 seq += 1
                                 frames += 1
-                                push(heap, Event(t0 + target[2], seq, k_route, target[0], target[1],
-                                                 f, lk))
+                                ev = Event(t0 + target[2], seq, k_route, target[0], target[1], f, lk)
+                                if native:
+                                    heap_push(heap, ev)
+                                else:
+                                    push_(heap, ev)
                             else:
                                 for extra, f2, lseq in inj.transmit(t0, f, lk):
                                     seq += 1
@@ -327,7 +328,11 @@ class Scheduler:
             if d < node.sched_wake_at:
                 node.sched_wake_at = d
                 seq += 1
-                push(heap, Event(d, seq, k_wake, node, 0, None, False))
+                ev = Event(d, seq, k_wake, node, 0, None, False)
+                if native:
+                    heap_push(heap, ev)
+                else:
+                    push_(heap, ev)
             if t >= next_report:
                 if poll is not None:
                     if events & poll_mask == poll_mask:

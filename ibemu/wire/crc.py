@@ -75,6 +75,17 @@ def lpcrc(first4: Buf) -> int:
     return crc ^ 0xFFFF
 
 
+def lpcrc_words(a: int, b: int) -> int:
+    """:func:`lpcrc` of the four bytes of the 16-bit words *a* and *b*, most significant
+    byte first (a link packet's head), read from the ints without making the bytes."""
+    table = _VCRC_TABLE
+    crc = (0xFFFF >> 8) ^ table[(0xFFFF ^ (a >> 8)) & 0xFF]
+    crc = (crc >> 8) ^ table[(crc ^ a) & 0xFF]
+    crc = (crc >> 8) ^ table[(crc ^ (b >> 8)) & 0xFF]
+    crc = (crc >> 8) ^ table[(crc ^ b) & 0xFF]
+    return crc ^ 0xFFFF
+
+
 _LRH_MASK_CRC: Final = zlib.crc32(ICRC_LRH_MASK)
 
 
