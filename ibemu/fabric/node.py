@@ -128,18 +128,13 @@ class Node(SimNode):
     # ---------------------------------------------------------------- timers
     def at(self, t: int, fn: Callable[..., None], *args: Any) -> None:
         """At *t*, call ``fn(t, *args)``."""
-        self._tseq += 1
-        timer = Timer(t, self._tseq, T_CALL, (fn, args))
-        if NATIVE:                          # the compiled core's heap (ibemu.sim.heap)
-            heap_push(self.timers, timer)
-        else:
-            heappush(self.timers, timer)
+        self.at_kind(t, T_CALL, (fn, args))
 
     def at_kind(self, t: int, kind: int, arg: Any = None) -> None:
         """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
         self._tseq += 1
         timer = Timer(t, self._tseq, kind, arg)
-        if NATIVE:
+        if NATIVE:                          # the compiled core's heap (ibemu.sim.heap)
             heap_push(self.timers, timer)
         else:
             heappush(self.timers, timer)
