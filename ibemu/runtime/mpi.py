@@ -25,10 +25,10 @@ Every rank (mpi4py's ``COMM_WORLD``) does what the local controller
 5. sends rank 0 its part, its capture part and its last emulated time (``gather``);
    rank 0 merges them (:func:`.collect.collect`) into one output folder and one capture,
    as a local run does, with the ranks' last emulated times in ``runtime.ranks``;
-6. judges the run as ``ibemu run --clock wall`` does (:func:`.pace.verdict`, issue 16):
-   the ranks ``allgather`` their largest lag and slip, so every rank reaches the same
-   verdict and exits with the same status, :data:`~.pace.EXIT_INVALID` for a run beyond
-   its budgets unless late results are allowed; rank 0 writes it into results.json
+6. judges the run as ``ibemu run --clock wall`` does (:func:`.verdict.verdict`, issue 27):
+   the ranks ``allgather`` their slips, lag and losses, so every rank reaches the same
+   verdict and exits with the same status, :data:`~.verdict.EXIT_INVALID` for an invalid
+   run unless late results are allowed; rank 0 writes it into results.json
    (``valid``, ``validity``, the late ones named as ranks).
 
 A rank whose worker dies ends the job with a message naming the rank, its host, its
@@ -73,7 +73,7 @@ from .handover import SCENARIO_FILE, write_scenario
 from .launcher import LAUNCHER_ENV, under_mpi
 from .lifeline import Event, Lifelines
 from .merge import read_part
-from .pace import EXIT_INVALID, Budget, verdict
+from .verdict import EXIT_INVALID, time_scale, verdict, worker_map
 from .partition import partition
 from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
@@ -168,8 +168,8 @@ class RankPart:
 @dataclass
 class MpiRun:
     """What :func:`run_mpi` returns on every rank: the exit status (0, 1 a rank failed,
-    :data:`~.pace.EXIT_INVALID` beyond the budgets and late results not allowed), the
-    verdict on the run (every rank's lag and slip, :func:`.pace.verdict`: the same on
+    :data:`~.verdict.EXIT_INVALID` for an invalid run, late results not allowed), the
+    verdict on the run (every rank's slips, lag and losses, :func:`.verdict.verdict`: the same on
     every rank), and on rank 0 the merged result."""
     status: int
     rank: int
@@ -181,9 +181,12 @@ class MpiRun:
     as srun's PMI does), so the process ends without it (:func:`end_orphaned`)."""
 
 
-def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool) -> list[str]:
+def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool, sync: str,
+                 ranks: int) -> list[str]:
+    """The worker's options: the exact clock's messages go as datagrams (the ranks may be
+    on several hosts; :mod:`.syncnet`)."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
-            "--parent", str(os.getpid())]
+            "--parent", str(os.getpid()), "--sync", sync, "--sync-bound", str(max(1, ranks - 1))]
     return args if realtime else [*args, "--no-realtime"]
 
 
@@ -247,11 +250,11 @@ def _wait(pool: WorkerPool, watch: float, lines: Lifelines) -> tuple[Worker | No
 def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Path | None = None,
             dilation: float = DEFAULT_DILATION, port_base: int = DEFAULT_PORT_BASE, iface: str | None = None,
             realtime: bool = True, watchdog: float = WATCHDOG, window: tuple[int, int] | None = None,
-            announce: bool = True, budget: Budget | None = None, allow_late: bool = False) -> MpiRun:
+            announce: bool = True, sync: str = "exact", allow_late: bool = False) -> MpiRun:
     """Run *scn* in real time over the ranks of ``MPI.COMM_WORLD``, one part per rank
     (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*.
-    *budget*, *allow_late*: the verdict and exit status of ``ibemu run --clock wall``
-    (:mod:`.pace`), from every rank's largest lag and slip."""
+    *sync*, *allow_late*: the synchronisation, verdict and exit status of ``ibemu run --clock wall``
+    (:mod:`.verdict`), from every rank's slips, lag and losses."""
     comm = _comm()
     rank, size = comm.Get_rank(), comm.Get_size()
     if rank == 0:
@@ -271,7 +274,7 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
     try:
         return _run_rank(comm, scn, fabric, groups, hosts, amap, key, lines, out_dir=out_dir, pcap=pcap,
                          dilation=dilation, port_base=port_base, realtime=realtime, watchdog=watchdog, window=window,
-                         announce=announce, budget=budget, allow_late=allow_late)
+                         announce=announce, sync=sync, allow_late=allow_late)
     finally:
         lines.close()
 
@@ -280,7 +283,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
               amap: dict[tuple[str, int], tuple[str, int]], key: bytes, lines: Lifelines, *,
               out_dir: str | Path | None, pcap: str | Path | None, dilation: float,
               port_base: int, realtime: bool, watchdog: float, window: tuple[int, int] | None, announce: bool,
-              budget: Budget | None, allow_late: bool) -> MpiRun:
+              sync: str, allow_late: bool) -> MpiRun:
     """:func:`run_mpi` once the ranks know their parts, addresses, key and lifelines."""
     rank, size = comm.Get_rank(), comm.Get_size()
     out = Path(out_dir) if out_dir is not None else None
@@ -290,7 +293,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
     mapfile, scnfile = workdir / "addresses.toml", workdir / SCENARIO_FILE
     write_map(mapfile, amap)
     write_scenario(scnfile, scn)
-    args = _worker_args(scnfile, mapfile, dilation, realtime)
+    args = _worker_args(scnfile, mapfile, dilation, realtime, sync, size)
     other_error, error, dead, said = "", "", -1, ""
     t_wall = time.perf_counter()
     with WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
@@ -339,13 +342,17 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
         mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
                 "pcap": cap, "t": last_t, "error": ""}
         return _after_death(rank, size, scn, fabric, dead, said, mine, lines, groups, hosts, workdir, out, pcap,
-                            dilation, wall, window, port_base, budget)
+                            dilation, wall, window, port_base, sync)
     times = comm.allgather(last_t)                   # the ranks' last emulated times, known to all
     st = (data or {}).get("runtime") or {}
-    paces = comm.allgather((int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0))))
-    validity = verdict({"max_slip_ps": max(sl for _, sl in paces),
-                        "workers": [{"worker": r, "max_lag_ps": lag} for r, (lag, _) in enumerate(paces)]},
-                       budget, who="rank")
+    paces = comm.allgather((int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0)), int(st.get("slips", 0)),
+                            int(st.get("datagrams_lost", 0)), st.get("effective_dilation")))
+    effs = [p[4] for p in paces if p[4]]
+    validity = verdict({"max_slip_ps": max(p[1] for p in paces), "slips": sum(p[2] for p in paces),
+                        "datagrams_lost": sum(p[3] for p in paces), "dilation": dilation,
+                        "effective_dilation": max(effs) if effs else None,
+                        "workers": [{"worker": r, "max_lag_ps": p[0]} for r, p in enumerate(paces)]},
+                       sync, time_scale(fabric.wiring, worker_map(groups)), who="rank")
     mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
             "pcap": cap, "t": times[rank], "error": error}
     everything = comm.gather(mine, root=0)
@@ -354,7 +361,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
         status = EXIT_INVALID
     if rank != 0:
         return MpiRun(status, rank, validity=validity)
-    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget)
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, sync)
     run.status = status                              # the same on every rank
     run.validity = validity if run.message == "" else run.validity      # a failed rank: partial, not valid
     return run
@@ -363,7 +370,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
 def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, said: str, mine: dict[str, Any],
                  lines: Lifelines, groups: list[list[str]], hosts: list[str], workdir: Path, out: Path | None,
                  pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
-                 port_base: int, budget: Budget | None) -> MpiRun:
+                 port_base: int, sync: str) -> MpiRun:
     """A rank process died (*dead*; this rank's worker is stopped): no MPI call any more,
     only the lifelines.  Rank 0 receives the other living ranks' parts and writes the
     partial outputs, marked ``"completed": false`` and ``"valid": false`` with the dead
@@ -404,7 +411,7 @@ def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, sa
                                "pcap": None, "t": 0, "error": "died: its process ended" if r == dead else
                                "its part did not reach rank 0"})
     everything.sort(key=lambda m: int(m["rank"]))
-    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget,
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, sync,
                   failed_rank=dead)
     run.orphaned = True
     return run
@@ -450,7 +457,7 @@ def _wait_ready(pool: WorkerPool) -> Worker | None:
 
 def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdir: Path, out: Path | None,
             pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
-            port_base: int, budget: Budget | None, failed_rank: int | None = None) -> MpiRun:
+            port_base: int, sync: str, failed_rank: int | None = None) -> MpiRun:
     """Rank 0: the ranks' parts merged into one result, output folder and capture.  A run
     with a failed rank (*failed_rank*, else the first with an error) is partial: not
     completed, and not valid, with that rank as the reason."""
@@ -463,11 +470,12 @@ def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdi
         parts.append(RankPart(m["rank"], m["nodes"], m["host"], m["pid"], m["data"],
                               workdir / ("rank%d.json" % m["rank"]), cap_path, m["t"], m["error"]))
     failed = next((p for p in parts if p.index == failed_rank or (failed_rank is None and p.error)), None)
-    outcome = Outcome(parts, wall, False, failed)     # type: ignore[arg-type]   # RankPart reads as a Worker
+    outcome = Outcome(parts, wall, False, failed, sync,  # type: ignore[arg-type]   # RankPart reads as a Worker
+                      time_scale(fabric.wiring, worker_map([p.nodes for p in parts])))
     recorded = any(p.data is not None for p in parts)
     with atomic_batch():
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=port_base, pcap=pcap if recorded else None,
-                         window=window, out=out if recorded else None, budget=budget, who="rank")
+                         window=window, out=out if recorded else None, who="rank")
     result.runtime["ranks"] = [{"rank": p.index, "host": p.host, "nodes": p.nodes, "last_t_ps": p.t,
                                 "completed": bool(p.data and p.data.get("completed")), "error": p.error or None}
                                for p in parts]

@@ -211,7 +211,8 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
                dilation: float, *, part: str | Path | None = None, pcap: str | Path | None = None,
                control: bool = False, start_at: float | None = None, parent: int = 0,
                drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
-               integrity: bool = False, key: bytes | None = None, pace: Any = None,
+               integrity: bool = False, key: bytes | None = None, sync: str = "exact",
+               sync_file: str | None = None, sync_bound: int = 63,
                local_datagrams: bool | None = None) -> dict[str, Any]:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
     *part*) what they recorded.  Raises UserError for bad input.
@@ -223,8 +224,10 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
     record (digests in hex) in the part as ``integrity``.  *key*: the run's secret
     (:mod:`.delivery`); with *control* it is the first control line instead,
-    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1).  *pace*: a
-    :class:`~ibemu.runtime.pace.Pacer` (the paced mode, issue 16).  *local_datagrams*: whether the
+    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1).  *sync*: ``exact`` (issue 27,
+    :mod:`.exact`; its messages through the shared *sync_file* of a one-host run, else as
+    datagrams; *sync_bound*: at least the number of workers less one) or ``free``.
+    *local_datagrams*: whether the
     frames between nodes of this worker travel as datagrams (:class:`~.loop.NodeLoop`;
     None: as :func:`local_datagrams_default` says)."""
     ctl = Control() if control else None
@@ -234,7 +237,8 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
             _die_with_parent(parent)
         return _run_worker(scn, node_names, amap, dilation, ctl, beat, part=part, pcap=pcap,
                            start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
-                           faults_until=faults_until, integrity=integrity, key=key, pace=pace,
+                           faults_until=faults_until, integrity=integrity, key=key, sync=sync,
+                           sync_file=sync_file, sync_bound=sync_bound,
                            local_datagrams=local_datagrams_default() if local_datagrams is None else local_datagrams)
     finally:
         if beat is not None:
@@ -245,7 +249,8 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
                 dilation: float, ctl: Control | None, beat: Heartbeat | None, *, part: str | Path | None,
                 pcap: str | Path | None, start_at: float | None, drop_link_every: int, realtime: bool,
                 faults_until: int | None, integrity: bool, key: bytes | None,
-                local_datagrams: bool, pace: Any = None) -> dict[str, Any]:
+                local_datagrams: bool, sync: str = "exact", sync_file: str | None = None,
+                sync_bound: int = 63) -> dict[str, Any]:
     """:func:`run_worker` once the control channel and its heartbeat run."""
     scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
@@ -267,9 +272,9 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
     loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
                     rcvbuf=_rcvbuf,
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
-                    faults_until=faults_until, key=key, local_datagrams=local_datagrams)
+                    faults_until=faults_until, key=key, local_datagrams=local_datagrams,
+                    sync=sync, sync_file=sync_file, workers=sync_bound + 1)
     loop.on_overload = lower_priority
-    loop.pace = pace                    # [pace] issue 16 (helper V): None unless --pace together
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)
     ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]

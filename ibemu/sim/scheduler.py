@@ -1,8 +1,8 @@
-"""The one scheduler of both clocks (../shared/DESIGN.md §1 and §7; issue 12 item 3).
+"""The one scheduler of both clocks (../shared/DESIGN.md §1, §7 and §8; issues 12 and 27).
 
-A discrete-event loop over a heap of events keyed by (time, sequence), in the manner of
-SimPy's core.  Every event is an :class:`Event` ``(time, seq, kind, node, port, frame,
-link)`` (indexable like that tuple):
+A discrete-event loop over a heap of events, in the manner of SimPy's core.  Every event
+is an :class:`Event` ``(time, seq, kind, node, port, frame, link)`` (indexable like that
+tuple):
 
 - ``DELIVER``: *frame* arrives on *node*'s *port* at *time*; *link* is True for a
   link-layer (flow-control) packet;
@@ -15,12 +15,36 @@ link)`` (indexable like that tuple):
   duplicate filter ``accept(link_seq)``;
 - ``WAKE``: *node*'s own deadline (the earliest of its ``timers``) is due.
 
-*seq* numbers the events in the order they are scheduled, so that events of one instant
-run first in, first out.  After each event the scheduler takes the node's transmissions
-(``outbox``) and arms its next deadline; it keeps, per node, the time of the earliest
-``WAKE`` it has pending (``sched_wake_at``) so that a deadline is scheduled once, not once
-per event.  Both per-node tables live on the node itself (:class:`SimNode`'s
-``sched_wake_at`` and ``sched_peers``), so the compiled core reads them as attributes.
+The order (issue 27 Deliver 2).  Events run in the order of their *key* ``(time, seq)``,
+and *seq* is not a counter of insertions but is derived from the model alone
+(:func:`order`), so that every placement of the nodes on processes, and the virtual
+clock, runs every node's events in one and the same order::
+
+    seq = depth << 56 | node << 38 | port << 29 | link_seq mod 2**29
+
+- *depth*: how many events of the same instant lie behind this one: an event made by
+  an event at the same emulated time (a zero-delay reaction over a link without
+  propagation, a timer armed for *now*) has its maker's depth plus one; any other has
+  depth 0.  Causes therefore run before their effects at one instant, and a key made
+  while an event runs is always greater than that event's key: the heap pops keys in
+  increasing order, a pure function of the model.
+- *node*: the node's index in the fabric (``SimNode.sched_id``, the build order);
+- *port*: the receiving port of a delivery; :data:`WAKE_PORT` for a deadline, so at one
+  (time, depth) a node takes the frames that arrived before its own timers;
+- *link_seq*: the frame's number on its directed link (1, 2, ...: the shim's sequence
+  number on the wall clock), which keeps a link's frames of one instant in the order
+  they were sent.
+
+Before issue 27, *seq* counted insertions into one heap, so events of one instant ran
+first in, first out, and that order depended on which events shared a heap: a worker's
+heap holds only its own nodes.  The derived key changes the order of simultaneous events
+only (never their times), and only where the old order was an accident of insertion.
+
+After each event the scheduler takes the node's transmissions (``outbox``) and arms its
+next deadline; it keeps, per node, the time of the earliest ``WAKE`` it has pending
+(``sched_wake_at``) so that a deadline is scheduled once, not once per event.  Both
+per-node tables live on the node itself (:class:`SimNode`'s ``sched_wake_at`` and
+``sched_peers``), so the compiled core reads them as attributes.
 
 The virtual clock (:class:`ibemu.sim.engine.VirtualEngine`) runs this loop as fast as
 the CPU allows: a node's transmissions become ``DELIVER`` events at the peer port after
@@ -29,13 +53,15 @@ the link's propagation delay (the *peer* table).  The wall clock
 environment overrides one step:
 
 - *transmit*: a strategy that sends a node's outbox as datagrams instead of routing it
-  (frames then come back through :meth:`Scheduler.deliver`);
+  (frames then come back through :meth:`Scheduler.deliver`); it reads the running
+  event's time and depth from :attr:`Scheduler.cur_time` and :attr:`Scheduler.cur_depth`;
 - *poll*: called after every ``poll_mask + 1``-th event of a run, to take in datagrams
   from other processes between events (it takes the place of *progress*);
 - *last_now*: the slip rule.  A node never sees a decreasing ``now``: an event behind
   the latest time its node has seen runs at that time instead; for deliveries this is a
-  *slip*, counted with its total and maximum.  On the virtual clock events come in time
-  order, so the rule could never act, and it is off (``None``).
+  *slip*, counted with its total and maximum.  On the virtual clock, and on the wall
+  clock synchronised exactly (:mod:`ibemu.runtime.exact`), events come in key order, so
+  the rule never acts.
 
 The hot loop (:meth:`Scheduler.run`) is written once, inlined: on the virtual clock the
 hooks cost a test of a local variable per event, no call.  This module is sans-I/O: it
@@ -57,6 +83,31 @@ WAKE: Final = 1
 DELIVER_FAULTY: Final = 2
 DELIVER_INTACT: Final = 3
 
+DEPTH_SHIFT: Final = 56
+NODE_SHIFT: Final = 38
+PORT_SHIFT: Final = 29
+LSEQ_MASK: Final = (1 << 29) - 1
+MAX_DEPTH: Final = 63
+"""Depths beyond it are counted as it (64 zero-delay reactions in one instant)."""
+MAX_NODES: Final = 1 << 18
+WAKE_PORT: Final = 511
+"""The *port* field of a deadline's key: after every port's deliveries (the module text)."""
+DEPTH_ONE: Final = 1 << DEPTH_SHIFT
+
+
+def order(depth: int, node: int, port: int, link_seq: int = 0) -> int:
+    """The *seq* of an event's key (the module text): *depth* at its instant, the *node*'s
+    index, the receiving *port* (:data:`WAKE_PORT` for a deadline), the frame's
+    *link_seq* on its directed link."""
+    if depth > MAX_DEPTH:
+        depth = MAX_DEPTH
+    return (depth << DEPTH_SHIFT) | (node << NODE_SHIFT) | (port << PORT_SHIFT) | (link_seq & LSEQ_MASK)
+
+
+def depth_of(seq: int) -> int:
+    """The depth field of an event's *seq*."""
+    return seq >> DEPTH_SHIFT
+
 
 class SimNode:
     """What the scheduler needs of a node (:class:`ibemu.fabric.node.Node` extends it):
@@ -65,6 +116,10 @@ class SimNode:
     ordered and indexed like tuples that begin ``(t, seq, ...)``, in the heap ``timers``;
     the loop reads the earliest with :meth:`deadline`.
 
+    ``sched_id`` is the node's index in its fabric (the build order, set by
+    :func:`ibemu.build.build_fabric`; a scheduler numbers nodes that have none by their
+    place in its list): the *node* field of its events' keys.
+
     A concrete base class rather than a protocol, so that the compiled core (issue 16)
     calls a node's methods and reads its attributes natively instead of by name."""
 
@@ -72,10 +127,13 @@ class SimNode:
         self.name = name
         self.outbox: list[Any] = []
         self.timers: list[Any] = []
+        self.sched_id = -1
         # the scheduler's (Scheduler.__init__ sets them): the time of the WAKE it has
-        # pending for this node, and where each port's frames go
+        # pending for this node, its WAKE key without the depth, and where each port's
+        # frames go
         self.sched_wake_at = INF
-        self.sched_peers: dict[int, Peer] = {}
+        self.sched_wake_key = 0
+        self.sched_peers: dict[int, PortPeer] = {}
 
     def receive(self, port: int, frame: Any, link: bool, now: int, /) -> None:
         raise NotImplementedError
@@ -117,11 +175,9 @@ class FaultyLink(Protocol):
 
 class Event(Ordered):
     """One scheduled event ``(time, seq, kind, node, port, frame, link)`` (the module
-    text).  The heap orders events by (time, seq) as it ordered the tuples it held
-    before (issue 16): *seq* is unique, so the order is the same, but a native object
-    compares its two ints directly and holds them unboxed, where a tuple compared item
-    by item through the generic rich comparison and boxed every int (:mod:`.heap`).
-    ``event[i]`` reads the i-th field, as the tuple's did."""
+    text).  The heap orders events by (time, seq), *seq* derived from the model
+    (:func:`order`); a native object compares its two ints directly and holds them
+    unboxed (:mod:`.heap`).  ``event[i]`` reads the i-th field, as a tuple's would."""
     __slots__ = ("kind", "node", "port", "frame", "link")
 
     def __init__(self, time: int, seq: int, kind: int, node: SimNode, port: int, frame: Any,
@@ -140,8 +196,28 @@ class Event(Ordered):
     def __len__(self) -> int:
         return 7
 
-Peer = tuple[SimNode, int, int, "FaultyLink | None"]
-"""Where a port's frames go: ``(peer node, peer port, propagation ps, injector)``."""
+
+class PortPeer:
+    """Where a port's frames go: the *peer* node's *pport* after *prop* ps (through *inj*,
+    a faulty link, when given).  *base* is the key of a delivery there without depth and
+    link sequence (:func:`order`); *sent* counts the frames sent on the directed link
+    (their link sequence numbers).  ``peer[i]`` reads (peer, pport, prop, inj)[i]."""
+    __slots__ = ("peer", "pport", "prop", "inj", "base", "sent")
+
+    def __init__(self, peer: SimNode, pport: int, prop: int, inj: FaultyLink | None) -> None:
+        self.peer = peer
+        self.pport = pport
+        self.prop = prop
+        self.inj = inj
+        self.base = order(0, peer.sched_id, pport)
+        self.sent = 0
+
+    def __getitem__(self, i: int) -> Any:
+        return (self.peer, self.pport, self.prop, self.inj)[i]
+
+
+Peer = PortPeer
+"""(Kept name.)"""
 
 
 class Scheduler:
@@ -156,22 +232,32 @@ class Scheduler:
         self.nodes: list[SimNode] = list(nodes)
         self.capture = capture
         self.heap: list[Event] = []
-        self.seq = 0
         self.now = 0                    # every event before it has run
+        self.cur_time = 0               # the running event's time and depth (transmit reads them)
+        self.cur_depth = 0
         self.events = 0
         self.frames = 0                 # frames routed across links (frame-hops)
         # frames routed from node to node arrive as DELIVER_INTACT (no CRC checks); set
         # by VirtualEngine for a run without fault injectors, never on the wall clock,
         # whose frames come in from other processes (the module text)
         self.intact = False
-        for n in self.nodes:
+        for i, n in enumerate(self.nodes):
+            if n.sched_id < 0:
+                n.sched_id = i
+            if n.sched_id >= MAX_NODES:
+                raise ValueError("at most %d nodes, got node index %d" % (MAX_NODES, n.sched_id))
             n.sched_wake_at = INF
+            n.sched_wake_key = order(0, n.sched_id, WAKE_PORT)
             n.sched_peers = {}
         # the wall clock's hooks (ibemu.runtime.loop)
         self.transmit: Callable[[SimNode], None] | None = None
         self.poll: Callable[[], None] | None = None
         self.poll_mask = 1
         self.last_now: dict[SimNode, int] | None = None
+        # the exact wall clock's window clip: no event at or after (clip_time, clip_seq)
+        # runs (set by transmit when a frame leaves for another process, :meth:`clip`)
+        self.clip_time = INF
+        self.clip_seq = 0
         self.slips = 0
         self.slip_ps = 0
         self.max_slip_ps = 0
@@ -181,20 +267,30 @@ class Scheduler:
                 injector: FaultyLink | None = None) -> None:
         """*node*'s frames on *port* arrive at *peer*'s *peer_port* after *propagation* ps
         (through *injector*, a faulty link, when given)."""
-        node.sched_peers[port] = (peer, peer_port, propagation, injector)
+        if peer.sched_id < 0:
+            raise ValueError("node %s has no index (sched_id)" % peer.name)
+        node.sched_peers[port] = PortPeer(peer, peer_port, propagation, injector)
 
-    def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool) -> None:
-        """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in)."""
-        self.seq += 1
-        push(self.heap, Event(t, self.seq, DELIVER, node, port, frame, link))
+    def depth_at(self, t: int) -> int:
+        """The depth field (shifted) of an event made now for time *t* (the module text)."""
+        if t != self.cur_time:
+            return 0
+        d = self.cur_depth + 1
+        return (d if d < MAX_DEPTH else MAX_DEPTH) << DEPTH_SHIFT
+
+    def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool,
+                depth: int = 0, link_seq: int = 0) -> None:
+        """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in: its
+        shim's *depth* and sequence number *link_seq*)."""
+        push(self.heap, Event(t, order(depth, node.sched_id, port, link_seq), DELIVER, node, port,
+                              frame, link))
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
         d = node.next_deadline()
         if d is not None and d < node.sched_wake_at:
             node.sched_wake_at = d
-            self.seq += 1
-            push(self.heap, Event(d, self.seq, WAKE, node, 0, None, False))
+            push(self.heap, Event(d, node.sched_wake_key | self.depth_at(d), WAKE, node, 0, None, False))
 
     def route(self, node: SimNode) -> None:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
@@ -209,17 +305,19 @@ class Scheduler:
             target = peers.get(port)
             if target is None:
                 continue                        # unconnected port: the frame goes nowhere
-            peer, pport, prop, inj = target
+            target.sent += 1
+            lseq = target.base | (target.sent & LSEQ_MASK)
+            inj = target.inj
             if inj is not None:
-                for extra, f2, lseq in inj.transmit(t0, frame, link):
-                    self.seq += 1
+                for extra, f2, fseq in inj.transmit(t0, frame, link):
                     self.frames += 1
-                    push(heap, Event(t0 + prop + extra, self.seq, DELIVER_FAULTY, peer, pport,
-                                    f2, (link, lseq, inj)))
+                    at = t0 + target.prop + extra
+                    push(heap, Event(at, lseq | self.depth_at(at), DELIVER_FAULTY, target.peer,
+                                     target.pport, f2, (link, fseq, inj)))
                 continue
-            self.seq += 1
             self.frames += 1
-            push(heap, Event(t0 + prop, self.seq, kind, peer, pport, frame, link))
+            at = t0 + target.prop
+            push(heap, Event(at, lseq | self.depth_at(at), kind, target.peer, target.pport, frame, link))
         node.outbox.clear()
 
     def after(self, node: SimNode) -> None:
@@ -233,21 +331,46 @@ class Scheduler:
         self.arm(node)
 
     def start(self, t: int = 0) -> None:
-        """Start every node at *t*."""
+        """Start every node at *t* (an instant of depth 0: what they make for *t* has depth 1)."""
+        self.cur_time, self.cur_depth = t, 0
         for node in self.nodes:
             node.start(t)
             self.after(node)
 
+    def clip(self, t: int, seq: int) -> None:
+        """Run nothing at or after key ``(t, seq)`` until :meth:`unclip` (the exact wall
+        clock: a frame sent to another process may be answered from that key on,
+        :mod:`ibemu.runtime.syncproto`)."""
+        if t < self.clip_time or (t == self.clip_time and seq < self.clip_seq):
+            self.clip_time = t
+            self.clip_seq = seq
+
+    def unclip(self) -> None:
+        self.clip_time = INF
+        self.clip_seq = 0
+
+    def next_key(self) -> tuple[int, int]:
+        """The key ``(time, seq)`` of the earliest pending event; ``(INF, 0)`` for none."""
+        heap = self.heap
+        if not heap:
+            return INF, 0
+        top = heap[0]
+        return top.time, top.seq
+
     # ------------------------------------------------------------------ the hot loop
     def run(self, until: int, progress: Callable[[int], object] | None = None,
-            progress_step: int = 0) -> None:
-        """Run every event before time *until* (ps), in (time, seq) order.
+            progress_step: int = 0, until_seq: int = 0) -> None:
+        """Run every event whose key is before ``(until, until_seq)`` (ps; with the default
+        *until_seq*: every event before time *until*), in key order.
         *progress(now)* is called about every *progress_step* ps of emulated time."""
         heap = self.heap
         pop, push_ = heappop, heappush      # pure Python's heap, as locals: faster
         native = NATIVE                     # the compiled core's heap (.heap): native calls
         k_deliver, k_wake, k_faulty, k_intact, inf = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, INF
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
+        lmask = LSEQ_MASK
+        dshift = DEPTH_SHIFT
+        max_depth = MAX_DEPTH
         cap = self.capture
         transmit = self.transmit
         poll = self.poll
@@ -256,20 +379,27 @@ class Scheduler:
         next_report = self.now + progress_step if progress is not None else INF
         events = 0
         frames = 0
-        seq = self.seq
         if poll is not None:
             next_report = -INF                  # the wall clock: poll in place of progress
-        while heap and heap[0].time < until:
-            ev: Event = heap_pop(heap) if native else pop(heap)
+        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+            until, until_seq = self.clip_time, self.clip_seq
+        while heap:
+            ev: Event = heap[0]
             t = ev.time
+            if t >= until and (t > until or ev.seq >= until_seq):
+                break
+            ev = heap_pop(heap) if native else pop(heap)
             kind = ev.kind
             node = ev.node
             port = ev.port
             frame = ev.frame
             link = ev.link
+            depth = ev.seq >> dshift
+            nd = depth + 1 if depth < max_depth else max_depth
+            dnext = nd << dshift                # the depth of what this event makes for time t
             events += 1
             now = t
-            if last is not None:                # the slip rule (wall clock)
+            if last is not None:                # the slip rule (free-running wall clock)
                 seen = last[node]
                 if t < seen:
                     if kind != k_wake:
@@ -304,31 +434,36 @@ class Scheduler:
                             cap.write(t0 // 1000, f, lk)
                         target = peers.get(p)
                         if target is not None:
-                            inj = target[3]
+                            target.sent += 1
+                            key = target.base | (target.sent & lmask)
+                            at = t0 + target.prop
+                            inj = target.inj
                             if inj is None:
-                                seq += 1
                                 frames += 1
-                                ev = Event(t0 + target[2], seq, k_route, target[0], target[1], f, lk)
+                                ev = Event(at, key | dnext if at == t else key, k_route, target.peer,
+                                           target.pport, f, lk)
                                 if native:
                                     heap_push(heap, ev)
                                 else:
                                     push_(heap, ev)
                             else:
-                                for extra, f2, lseq in inj.transmit(t0, f, lk):
-                                    seq += 1
+                                for extra, f2, fseq in inj.transmit(t0, f, lk):
                                     frames += 1
-                                    push(heap, Event(t0 + target[2] + extra, seq, k_faulty,
-                                                     target[0], target[1], f2, (lk, lseq, inj)))
+                                    a2 = at + extra
+                                    push(heap, Event(a2, key | dnext if a2 == t else key, k_faulty,
+                                                     target.peer, target.pport, f2, (lk, fseq, inj)))
                     outbox.clear()
                 else:
-                    self.seq = seq
-                    transmit(node)              # may schedule deliveries
-                    seq = self.seq
+                    self.cur_time = t
+                    self.cur_depth = depth
+                    transmit(node)              # may schedule deliveries, or clip the run
+                    if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+                        until, until_seq = self.clip_time, self.clip_seq
             d = node.deadline()
             if d < node.sched_wake_at:
                 node.sched_wake_at = d
-                seq += 1
-                ev = Event(d, seq, k_wake, node, 0, None, False)
+                ev = Event(d, node.sched_wake_key | dnext if d == t else node.sched_wake_key, k_wake,
+                           node, 0, None, False)
                 if native:
                     heap_push(heap, ev)
                 else:
@@ -336,14 +471,11 @@ class Scheduler:
             if t >= next_report:
                 if poll is not None:
                     if events & poll_mask == poll_mask:
-                        self.seq = seq
                         poll()                  # may schedule deliveries
-                        seq = self.seq
                 elif progress is not None:
                     self.now = t
                     progress(t)
                     next_report = t + progress_step
-        self.seq = seq
         self.frames += frames
         self.events += events
         self.now = until
