@@ -29,8 +29,13 @@ clock, runs every node's events in one and the same order::
   while an event runs is always greater than that event's key: the heap pops keys in
   increasing order, a pure function of the model.
 - *node*: the node's index in the fabric (``SimNode.sched_id``, the build order);
-- *port*: the receiving port of a delivery; :data:`WAKE_PORT` for a deadline, so at one
-  (time, depth) a node takes the frames that arrived before its own timers;
+- *port*: the receiving port's *rank* at that instant (:func:`port_rank`): a permutation
+  of the node's ports drawn afresh for every instant from the time and the node, so that
+  no port wins every tie (ordering simultaneous arrivals by port number would favour
+  port 1 over port 2 at every instant: with greedy flows of equal packets on equal links,
+  arrivals tie at every packet, and a switch's FIFOs would serve the low ports first);
+  :data:`WAKE_PORT` for a deadline, so at one (time, depth) a node takes the frames that
+  arrived before its own timers;
 - *link_seq*: the frame's number on its directed link (1, 2, ...: the shim's sequence
   number on the wall clock), which keeps a link's frames of one instant in the order
   they were sent.
@@ -90,6 +95,8 @@ LSEQ_MASK: Final = (1 << 29) - 1
 MAX_DEPTH: Final = 63
 """Depths beyond it are counted as it (64 zero-delay reactions in one instant)."""
 MAX_NODES: Final = 1 << 18
+MAX_PORT: Final = 507
+"""The highest port number a scheduler orders (IBA switches have at most 254)."""
 WAKE_PORT: Final = 511
 """The *port* field of a deadline's key: after every port's deliveries (the module text)."""
 DEPTH_ONE: Final = 1 << DEPTH_SHIFT
@@ -102,6 +109,22 @@ def order(depth: int, node: int, port: int, link_seq: int = 0) -> int:
     if depth > MAX_DEPTH:
         depth = MAX_DEPTH
     return (depth << DEPTH_SHIFT) | (node << NODE_SHIFT) | (port << PORT_SHIFT) | (link_seq & LSEQ_MASK)
+
+
+def port_rank(t: int, node: int, port: int) -> int:
+    """The place, 1 to 508, of *port* among *node*'s simultaneous arrivals at time *t*
+    (the module text): ``(port + 1) * a mod 509`` with 509 prime and the multiplier
+    ``a`` in 1..508 drawn from *t* and *node* by a multiplicative hash (Knuth's
+    2654435761 on 26 bits, so that every product fits a machine word), a permutation of
+    the ports 0..507 that changes from instant to instant."""
+    x = (t ^ (t >> 26) ^ (t >> 47) ^ node) & 0x3FFFFFF
+    a = 1 + ((x * 2654435761) >> 20) % 508
+    return ((port + 1) * a) % 509
+
+
+def arrival_order(depth: int, t: int, node: int, port: int, link_seq: int) -> int:
+    """:func:`order` of a frame's arrival on *node*'s *port* at *t* (its port's rank)."""
+    return order(depth, node, port_rank(t, node, port), link_seq)
 
 
 def depth_of(seq: int) -> int:
@@ -199,17 +222,17 @@ class Event(Ordered):
 
 class PortPeer:
     """Where a port's frames go: the *peer* node's *pport* after *prop* ps (through *inj*,
-    a faulty link, when given).  *base* is the key of a delivery there without depth and
-    link sequence (:func:`order`); *sent* counts the frames sent on the directed link
-    (their link sequence numbers).  ``peer[i]`` reads (peer, pport, prop, inj)[i]."""
-    __slots__ = ("peer", "pport", "prop", "inj", "base", "sent")
+    a faulty link, when given).  *pid* is the peer's node index; *sent* counts the frames
+    sent on the directed link (their link sequence numbers).  ``peer[i]`` reads (peer,
+    pport, prop, inj)[i]."""
+    __slots__ = ("peer", "pport", "prop", "inj", "pid", "sent")
 
     def __init__(self, peer: SimNode, pport: int, prop: int, inj: FaultyLink | None) -> None:
         self.peer = peer
         self.pport = pport
         self.prop = prop
         self.inj = inj
-        self.base = order(0, peer.sched_id, pport)
+        self.pid = peer.sched_id
         self.sent = 0
 
     def __getitem__(self, i: int) -> Any:
@@ -269,6 +292,8 @@ class Scheduler:
         (through *injector*, a faulty link, when given)."""
         if peer.sched_id < 0:
             raise ValueError("node %s has no index (sched_id)" % peer.name)
+        if peer_port > MAX_PORT or port > MAX_PORT:
+            raise ValueError("port numbers above %d are not supported" % MAX_PORT)
         node.sched_peers[port] = PortPeer(peer, peer_port, propagation, injector)
 
     def depth_at(self, t: int) -> int:
@@ -282,7 +307,7 @@ class Scheduler:
                 depth: int = 0, link_seq: int = 0) -> None:
         """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in: its
         shim's *depth* and sequence number *link_seq*)."""
-        push(self.heap, Event(t, order(depth, node.sched_id, port, link_seq), DELIVER, node, port,
+        push(self.heap, Event(t, arrival_order(depth, t, node.sched_id, port, link_seq), DELIVER, node, port,
                               frame, link))
 
     def arm(self, node: SimNode) -> None:
@@ -306,18 +331,19 @@ class Scheduler:
             if target is None:
                 continue                        # unconnected port: the frame goes nowhere
             target.sent += 1
-            lseq = target.base | (target.sent & LSEQ_MASK)
             inj = target.inj
             if inj is not None:
                 for extra, f2, fseq in inj.transmit(t0, frame, link):
                     self.frames += 1
                     at = t0 + target.prop + extra
-                    push(heap, Event(at, lseq | self.depth_at(at), DELIVER_FAULTY, target.peer,
+                    key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
+                    push(heap, Event(at, key | self.depth_at(at), DELIVER_FAULTY, target.peer,
                                      target.pport, f2, (link, fseq, inj)))
                 continue
             self.frames += 1
             at = t0 + target.prop
-            push(heap, Event(at, lseq | self.depth_at(at), kind, target.peer, target.pport, frame, link))
+            key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
+            push(heap, Event(at, key | self.depth_at(at), kind, target.peer, target.pport, frame, link))
         node.outbox.clear()
 
     def after(self, node: SimNode) -> None:
@@ -370,6 +396,8 @@ class Scheduler:
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
         lmask = LSEQ_MASK
         dshift = DEPTH_SHIFT
+        nshift = NODE_SHIFT
+        pshift = PORT_SHIFT
         max_depth = MAX_DEPTH
         cap = self.capture
         transmit = self.transmit
@@ -435,8 +463,9 @@ class Scheduler:
                         target = peers.get(p)
                         if target is not None:
                             target.sent += 1
-                            key = target.base | (target.sent & lmask)
                             at = t0 + target.prop
+                            pid = target.pid
+                            key = (pid << nshift) | (port_rank(at, pid, target.pport) << pshift) | (target.sent & lmask)
                             inj = target.inj
                             if inj is None:
                                 frames += 1
