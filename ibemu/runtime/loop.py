@@ -130,10 +130,29 @@ class NodeLoop:
             else:
                 transport = NetSync(self.io, workers)
             self.driver = ExactDriver(self, transport)
+            if not local_datagrams:
+                self._route_locally(wiring, faults or {}, drop_link_every, capture)
         elif self.io.remote_fds:
             sched.poll = self.io.poll_remote
             sched.poll_mask = POLL_MASK
         sched.last_now = {n: 0 for n in sched.nodes}        # the slip rule (never acts when exact)
+
+    def _route_locally(self, wiring: Mapping[Any, Any], faults: Mapping[Any, Any], drop_every: int,
+                       capture: Any) -> None:
+        """The exact clock without local datagrams: the scheduler routes the frames
+        between this worker's nodes itself, natively, as the virtual clock does
+        (:attr:`~ibemu.sim.scheduler.Scheduler.hybrid`), and hands only the frames to other
+        workers to the sockets; the capture then gets every frame from the scheduler."""
+        sched = self.sched
+        local = set(sched.nodes)
+        for (node, port), (peer, pport, prop) in wiring.items():
+            if node in local and peer in local and (node, port) not in faults and not drop_every:
+                sched.connect(node, port, peer, pport, prop)
+        sched.hybrid = True
+        sched.intact = not faults
+        if capture is not None:
+            sched.port_capture = capture
+            self.io.capture = None
 
     @property
     def events(self) -> int:

@@ -59,7 +59,11 @@ environment overrides one step:
 
 - *transmit*: a strategy that sends a node's outbox as datagrams instead of routing it
   (frames then come back through :meth:`Scheduler.deliver`); it reads the running
-  event's time and depth from :attr:`Scheduler.cur_time` and :attr:`Scheduler.cur_depth`;
+  event's time and depth from :attr:`Scheduler.cur_time` and :attr:`Scheduler.cur_depth`.
+  With :attr:`Scheduler.hybrid`, the loop routes itself the frames of every port that has
+  a peer (:meth:`connect`: the nodes of this process) and leaves only the others in the
+  outbox for *transmit* (the exact wall clock: frames between processes; issue 27);
+  *port_capture*, when set, then gets every frame with the port it leaves from;
 - *poll*: called after every ``poll_mask + 1``-th event of a run, to take in datagrams
   from other processes between events (it takes the place of *progress*);
 - *last_now*: the slip rule.  A node never sees a decreasing ``now``: an event behind
@@ -188,6 +192,13 @@ class Capture(Protocol):
     def write(self, time_ns: int, frame: Any, link: bool, /) -> None: ...
 
 
+class PortCapture(Protocol):
+    """A capture that files every frame under the port it leaves from (a pcapng
+    interface per directed link, :class:`ibemu.capture.pcapng.LinkCapture`)."""
+
+    def write_port(self, node: Any, port: int, time_ns: int, frame: Any, link: bool, /) -> None: ...
+
+
 class FaultyLink(Protocol):
     """The fault injector of a directed link (:class:`ibemu.fabric.faults.LinkFaultInjector`)."""
 
@@ -274,6 +285,8 @@ class Scheduler:
             n.sched_peers = {}
         # the wall clock's hooks (ibemu.runtime.loop)
         self.transmit: Callable[[SimNode], None] | None = None
+        self.hybrid = False
+        self.port_capture: PortCapture | None = None
         self.poll: Callable[[], None] | None = None
         self.poll_mask = 1
         self.last_now: dict[SimNode, int] | None = None
@@ -323,12 +336,19 @@ class Scheduler:
         heap = self.heap
         peers = node.sched_peers
         cap = self.capture
+        pcap = self.port_capture
         kind = DELIVER_INTACT if self.intact else DELIVER
-        for port, frame, link, t0 in node.outbox:
+        rest: list[Any] = []
+        for item in node.outbox:
+            port, frame, link, t0 = item
             if cap is not None:
                 cap.write(t0 // 1000, frame, link)
+            if pcap is not None:
+                pcap.write_port(node, port, t0 // 1000, frame, link)
             target = peers.get(port)
             if target is None:
+                if self.hybrid:
+                    rest.append(item)           # to another process: transmit's
                 continue                        # unconnected port: the frame goes nowhere
             target.sent += 1
             inj = target.inj
@@ -345,12 +365,15 @@ class Scheduler:
             key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
             push(heap, Event(at, key | self.depth_at(at), kind, target.peer, target.pport, frame, link))
         node.outbox.clear()
+        if rest and self.transmit is not None:
+            node.outbox.extend(rest)
+            self.transmit(node)
 
     def after(self, node: SimNode) -> None:
         """Take *node*'s transmissions and arm its next deadline (after the node was
         driven from outside the loop: started, or given a timer)."""
         if node.outbox:
-            if self.transmit is None:
+            if self.transmit is None or self.hybrid:
                 self.route(node)
             else:
                 self.transmit(node)
@@ -401,6 +424,8 @@ class Scheduler:
         max_depth = MAX_DEPTH
         cap = self.capture
         transmit = self.transmit
+        hybrid = self.hybrid
+        pcap = self.port_capture
         poll = self.poll
         poll_mask = self.poll_mask
         last = self.last_now
@@ -455,13 +480,22 @@ class Scheduler:
             # the node's transmissions, then its next deadline (inlined route, arm)
             outbox = node.outbox
             if outbox:
-                if transmit is None:
+                if transmit is None or hybrid:
                     peers = node.sched_peers
-                    for p, f, lk, t0 in outbox:
+                    rest: list[Any] | None = None
+                    for item in outbox:
+                        p, f, lk, t0 = item
                         if cap is not None:
                             cap.write(t0 // 1000, f, lk)
+                        if pcap is not None:
+                            pcap.write_port(node, p, t0 // 1000, f, lk)
                         target = peers.get(p)
-                        if target is not None:
+                        if target is None:
+                            if hybrid:          # to another process: transmit's
+                                if rest is None:
+                                    rest = []
+                                rest.append(item)
+                        else:
                             target.sent += 1
                             at = t0 + target.prop
                             pid = target.pid
@@ -482,6 +516,13 @@ class Scheduler:
                                     push(heap, Event(a2, key | dnext if a2 == t else key, k_faulty,
                                                      target.peer, target.pport, f2, (lk, fseq, inj)))
                     outbox.clear()
+                    if rest is not None and transmit is not None:
+                        outbox.extend(rest)
+                        self.cur_time = t
+                        self.cur_depth = depth
+                        transmit(node)          # may clip the run
+                        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+                            until, until_seq = self.clip_time, self.clip_seq
                 else:
                     self.cur_time = t
                     self.cur_depth = depth
