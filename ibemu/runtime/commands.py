@@ -203,7 +203,9 @@ def add_node_parser(sub: Subparsers) -> None:
     m.add_argument("--no-plots", action="store_true", help="--mpi: skip the PNG plots")
     add_validity_options(n)
     n.add_argument("--sync-file", help=argparse.SUPPRESS)       # one host's shared records (syncshm)
-    n.add_argument("--sync-bound", type=int, default=63, help=argparse.SUPPRESS)
+    n.add_argument("--processes", type=_positive_int, default=2, metavar="N",
+                   help="--sync exact across hosts: how many processes run the scenario's nodes, counting "
+                        "this one and any external peer (default 2); every process must be given the same")
     n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--part", help=argparse.SUPPRESS)
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
@@ -355,7 +357,7 @@ def _node(args: argparse.Namespace) -> int:
                           control=args.control, start_at=start_at, parent=args.parent,
                           drop_link_every=args.drop_link_every, realtime=args.realtime,
                           faults_until=args.faults_until, integrity=args.check_integrity, key=key,
-                          sync=args.sync, sync_file=args.sync_file, sync_bound=args.sync_bound)
+                          sync=args.sync, sync_file=args.sync_file, processes=args.processes)
     except UserError as e:
         if args.control:
             import json

@@ -149,11 +149,11 @@ def _workdir(out: Path | None) -> Path:
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, drop_link_every: int,
                  realtime: bool, faults_until: int | None, integrity: bool,
-                 sync: str = "exact", sync_file: Path | None = None, bound: int = 1) -> list[str]:
+                 sync: str = "exact", sync_file: Path | None = None, processes: int = 2) -> list[str]:
     """The ``ibemu node`` options every worker gets."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
             "--parent", str(os.getpid())]
-    args += ["--sync", sync, "--sync-bound", str(int(bound))]
+    args += ["--sync", sync, "--processes", str(int(processes))]
     if sync_file is not None:
         args += ["--sync-file", str(sync_file)]
     if drop_link_every:
@@ -257,7 +257,7 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     if sync == "exact" and not external and transport == "shm":
         sync_file = create_sync_file(workdir / SYNC_FILE, len(port_keys(fabric)), groups)
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity,
-                        sync, sync_file, max(1, len(groups) + len(set(external)) - 1))
+                        sync, sync_file, len(groups) + len(set(external)))
 
     t_wall = time.perf_counter()
     with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap), watchdog) as pool:

@@ -199,7 +199,10 @@ class SocketPorts:
             if lp is None:
                 # to another process: it may answer from the frame's arrival on (the next
                 # depth of that instant), so nothing from there on runs in this window
-                sched.clip(ts + ps.propagation, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+                at = ts + ps.propagation
+                sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+                if at < ps.win_t or (at == ps.win_t and depth << DEPTH_SHIFT < ps.win_s):
+                    ps.win_t, ps.win_s = at, depth << DEPTH_SHIFT     # (the exact clock's, syncshm)
                 continue
             # take it off the peer's socket (the common case inline; see drain for the rules)
             try:
@@ -243,7 +246,10 @@ class SocketPorts:
             if ps.local_peer is not None:
                 self._take_local(ps.local_peer, d)
             else:
-                self.sched.clip(ts + extra + ps.propagation, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+                at = ts + extra + ps.propagation
+                self.sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+                if at < ps.win_t or (at == ps.win_t and depth << DEPTH_SHIFT < ps.win_s):
+                    ps.win_t, ps.win_s = at, depth << DEPTH_SHIFT
 
     def _take_local(self, lp: PortSocket, sent: bytes) -> None:
         """Take the datagram *sent* just now to *lp* (a port of this process) off its

@@ -35,6 +35,10 @@ YIELD = 0.002
 """Wall seconds between trio checkpoints while a worker runs or waits."""
 SPIN = 0.0005
 """Wait for the wall clock in ``select`` (not trio's timers) when this close (s)."""
+SPINS = 64
+"""Polls in a row before a waiting worker starts giving up the CPU between polls."""
+YIELDS = 4096
+"""Polls with a ``sched_yield`` between them before it naps instead."""
 STALL = 60.0
 """A cut link silent this long (wall s) in a phase ends the run with an error."""
 
@@ -75,7 +79,9 @@ class ExactDriver:
             os.sched_yield()
 
     async def wait(self, ready: Any, what: str) -> None:
-        """Poll the transport until ``ready()`` (the time goes to ``wait_peers_s``)."""
+        """Poll the transport until ``ready()`` (the time goes to ``wait_peers_s``): a
+        short spin first (the peer is usually on the other core, microseconds away),
+        then yielding the CPU between polls (more workers than cores), then short naps."""
         transport = self.transport
         transport.poll()
         if ready():
@@ -84,37 +90,36 @@ class ExactDriver:
         spins = 0
         while True:
             spins += 1
-            self._nap(0 if spins < 50 else 0.0002)
+            if spins > SPINS:
+                if spins < YIELDS:
+                    os.sched_yield()
+                else:
+                    self._nap(0.0002)
             transport.poll()
             if ready():
                 break
-            await self._turn()
-            if spins & 1023 == 0 and time.monotonic() - start > STALL:
-                raise RuntimeError("exact clock: no %s from %s for %.0f s (round %d)" % (
-                    what, self._silent(what), STALL, self.round))
+            if spins & 255 == 0:
+                await self._turn()
+                if time.monotonic() - start > STALL:
+                    raise RuntimeError("exact clock: no %s from %s for %.0f s (round %d)" % (
+                        what, self._silent(what), STALL, self.round))
         self.wait_peers_s += time.monotonic() - start
 
     def _silent(self, what: str) -> str:
         r = self.round
         names = [ln.name + "'s peer" for ln in self.inbound
                  if (ln.a_round if what == "count" else ln.b_at[0]) < r]
-        return ", ".join(names) or "a cut link (frames counted but not received)"
+        return ", ".join(names) or "a peer (its key, or frames it counted)"
 
     # ------------------------------------------------------------------ a round
     async def phases(self) -> bool:
-        """Phases A and B of the current round; True when the run is over."""
+        """The current round's messages (the transport's exchange); True when the run
+        is over."""
         r = self.round
-        for ps in self.remote:
-            self.transport.send_count(ps, r, ps.frames_sent())
-        pairs = [(ln, ps) for ln, ps in zip(self.inbound, self.remote)]
-
-        def counted() -> bool:
-            return all(ln.a_round >= r and ps.rx.received >= ln.a_count for ln, ps in pairs)
-        await self.wait(counted, "count")
-        key = self.sched.next_key()
-        self.limit, done = await self.transport.phase_b(self, r, key, key[0] >= self.loop.duration)
+        self.limit, done = await self.transport.exchange(self, r)
         if self.debug:
-            print("round %d next %s limit %s done %s" % (r, key, self.limit, done), file=sys.stderr)
+            print("round %d next %s limit %s done %s" % (r, self.sched.next_key(), self.limit, done),
+                  file=sys.stderr)
         return done
 
     async def window(self) -> None:
@@ -180,6 +185,7 @@ class ExactDriver:
             await self.window()
             done = await self.phases()
         self.loop.sample_upto(self.loop.duration)
+        await self._pace(self.loop.duration)     # the run's pace is its target to the end
         self.loop.now_ps = self.loop.duration
 
     def stats(self) -> dict[str, Any]:

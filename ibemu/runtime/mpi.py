@@ -186,7 +186,7 @@ def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool, 
     """The worker's options: the exact clock's messages go as datagrams (the ranks may be
     on several hosts; :mod:`.syncnet`)."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
-            "--parent", str(os.getpid()), "--sync", sync, "--sync-bound", str(max(1, ranks - 1))]
+            "--parent", str(os.getpid()), "--sync", sync, "--processes", str(ranks)]
     return args if realtime else [*args, "--no-realtime"]
 
 

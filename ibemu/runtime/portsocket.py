@@ -76,7 +76,7 @@ class PortSocket:
     __slots__ = ("sock", "node", "index", "propagation", "tx_seq", "rx", "send_errors",
                  "drop_every", "dropped", "addr", "peer", "local_peer", "inj", "rx_inj",
                  "rx_hi", "rx_ext", "inj_lost", "dup_sent", "dup_dropped", "strangers",
-                 "tx_key", "rx_key", "forged", "remote", "peer_key")
+                 "tx_key", "rx_key", "forged", "remote", "peer_key", "win_t", "win_s")
 
     def __init__(self, sock: Any, node: SimNode, index: int, propagation: int,
                  addr: Any, peer: tuple[str, int]) -> None:
@@ -105,6 +105,10 @@ class PortSocket:
         self.forged = 0                 # from the peer's address: bad tag, replayed, out of window
         self.remote = False             # the peer port is in another process
         self.peer_key: tuple[str, int] = ("", 0)    # the peer port's (node name, port)
+        # the least arrival key (time, seq at its depth) of the frames sent to the peer in
+        # this window of the exact clock (INF: none; reset by the transport, syncshm)
+        self.win_t = 1 << 62
+        self.win_s = 0
 
     def frames_sent(self) -> int:
         """Frame datagrams sent on the link so far (the exact clock's count, :mod:`.syncproto`)."""

@@ -59,17 +59,23 @@ class NetSync:
             raise RuntimeError("exact clock: cannot send on cut link %s:%d (%s)" % (
                 ps.node.name, ps.index, e)) from e
 
-    def send_count(self, ps: Any, rnd: int, count: int) -> None:
-        self._send(ps, encode(PHASE_A, rnd, count))
-
     def inbound(self, ps: Any) -> InLink:
         return self.links[ps]
 
     def poll(self) -> None:
         self.io.poll_remote()
 
-    async def phase_b(self, driver: Any, rnd: int, key: tuple[int, int], idle: bool) -> tuple[tuple[int, int], bool]:
-        links = list(self.links.values())
+    async def exchange(self, driver: Any, rnd: int) -> tuple[tuple[int, int], bool]:
+        """Phase A (the counts; then every frame counted is taken in), then phase B's
+        steps (the module text)."""
+        pairs = [(self.links[ps], ps) for ps in self.remote]
+        for ps in self.remote:
+            self._send(ps, encode(PHASE_A, rnd, ps.frames_sent()))
+        await driver.wait(lambda: all(ln.a_round >= rnd and ps.rx.received >= ln.a_count for ln, ps in pairs),
+                          "count")
+        key = driver.sched.next_key()
+        idle = key[0] >= driver.loop.duration
+        links = [ln for ln, _ in pairs]
         bits = self.rounds.idle_bits(rnd, idle, links)
         last = self.steps - 1
         value = key

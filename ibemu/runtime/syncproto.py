@@ -218,15 +218,13 @@ class Transport(Protocol):
     local port socket of the cut link (:class:`~ibemu.runtime.portsocket.PortSocket`),
     which both sends on it and receives from it."""
 
-    def send_count(self, ps: Any, rnd: int, count: int, /) -> None:
-        """Phase A on the cut link of *ps* (outbound)."""
-
     def inbound(self, ps: Any, /) -> InLink:
         """What has been read of the cut link into *ps* (inbound)."""
 
     def poll(self) -> None:
         """Read what has come (messages, and frames from the cut links' sockets)."""
 
-    async def phase_b(self, driver: Any, rnd: int, key: tuple[int, int], idle: bool, /) -> tuple[tuple[int, int], bool]:
-        """Phase B of round *rnd* from this worker's earliest *key* (*idle*: at or after
-        the end): the limit of the next window, and whether the run is over."""
+    async def exchange(self, driver: Any, rnd: int, /) -> tuple[tuple[int, int], bool]:
+        """Round *rnd*'s messages after its window: every frame sent to this worker is
+        then in its heap; returns the limit of the next window, and whether the run is
+        over."""

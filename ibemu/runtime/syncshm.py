@@ -1,23 +1,30 @@
 """The exact clock's messages in shared memory (issue 27 Deliver 1, one host): a file
 that the controller makes and every worker maps, written without locks::
 
-    per directed link of the fabric (addrmap.port_keys order), by its sender:
-        a_round+1 | a_count                                  2 x uint64
-    then per worker (the placement's order), by that worker:
-        n_round+1 | n_time | n_seq                           3 x uint64, little-endian
+    per directed link of the fabric (the wiring's order), by its sender:
+        count                                   frame datagrams sent on it so far
+    then per worker (the placement's order), by that worker, two of them (even rounds,
+    odd rounds: a worker may write its next round's while a slower one still reads this
+    one's, never two rounds ahead):
+        round+1 | H_time | H_seq | (M_time | M_seq) x workers          uint64, little-endian
 
-A record is written fields first and round last; a reader reads the round first
+A worker writes its record fields first and round last; a reader reads the round first
 (aligned 8-byte stores and loads, in program order on x86-64), so a round it sees is
 never paired with older fields.  A round is stored plus one: 0 means nothing yet.  The
 placement (the node names of each worker) is in ``FILE.json`` beside it.
 
-Phase B here is one step: each worker writes its earliest key and reads every other's,
-so its limit is exact at once: the least over the other workers k of their key carried
-over the cheapest path of cut links from k to it (:func:`.syncproto.distances`,
-:func:`.syncproto.bound`); and the run is over when every key is at or after the end.
-The frames themselves still travel as datagrams (captures and live Wireshark see them);
-only the counts and keys skip the sockets, which costs a store instead of two system
-calls and a MAC per message.
+Here a round needs one barrier instead of :mod:`.syncnet`'s phases A and B, because
+every worker reads every record.  After its window a worker writes its link counts, the
+key H of its earliest pending event (the frames sent to it in the window not yet taken
+in), and for each worker d the least arrival key M_d of the frames it sent to d in the
+window.  Once every worker's record of the round is in, each computes every worker k's
+earliest key ``N_k = min(H_k, M_i->k over every i)`` -- every frame in flight is
+counted -- and its limit, the least over the other workers k of N_k carried over the
+cheapest path of cut links from k to it (:func:`.syncproto.distances`,
+:func:`.syncproto.bound`); the run is over when every N_k is at or after the end.  Then
+it takes in the frames its links counted, and runs its next window.  The frames
+themselves still travel as datagrams (captures and live Wireshark see them); only the
+counts and keys skip the sockets.
 """
 from __future__ import annotations
 
@@ -31,22 +38,29 @@ from typing import Any
 
 from ..sim.scheduler import INF
 from .portsocket import PortSocket
-from .syncproto import PHASE_A, FOREVER, InLink, bound, distances
+from .syncproto import FOREVER, InLink, bound, distances
 
 _U64 = struct.Struct("<Q")
-_A = struct.Struct("<2Q")
 _KEY = struct.Struct("<2Q")
-LINK_RECORD = 16
-WORKER_RECORD = 24
+LINK_RECORD = 8
+
+
+def worker_record(workers: int) -> int:
+    """Bytes of a worker's two records (even and odd rounds) in a run of *workers*."""
+    return 2 * 8 * (3 + 2 * workers)
 
 
 def create_sync_file(path: str | Path, links: int, groups: Sequence[Sequence[str]]) -> Path:
     """The zeroed file of an exact run with *links* link records and one worker record
     per group of *groups*, and its placement beside it (the controller's)."""
     p = Path(path)
-    p.write_bytes(bytes(LINK_RECORD * max(1, links) + WORKER_RECORD * len(groups)))
+    p.write_bytes(bytes(LINK_RECORD * max(1, links) + worker_record(len(groups)) * len(groups)))
     Path(str(p) + ".json").write_text(json.dumps({"links": links, "groups": [list(g) for g in groups]}))
     return p
+
+
+def _key(t: int, seq: int) -> tuple[int, int]:
+    return (FOREVER, 0) if t >= INF else (t, seq)
 
 
 class ShmSync:
@@ -66,63 +80,83 @@ class ShmSync:
         if len(me) != 1 or None in me:
             raise ValueError("%s: this worker's nodes %s are not one group of the placement" % (path, list(mine)))
         self.me: int = me.pop()                                     # type: ignore[assignment]
-        self.workers = len(groups)
+        self.workers = w = len(groups)
         cut = [(owner[n.name], owner[p.name], prop) for (n, _pt), (p, _pp, prop) in wiring.items()
                if n.name in owner and p.name in owner and owner[n.name] != owner[p.name]]
-        dist = distances(self.workers, cut)
-        self.to_me = [(k, dist[k][self.me]) for k in range(self.workers) if k != self.me and dist[k][self.me]]
+        dist = distances(w, cut)
+        self.to_me = [(k, wk) for k in range(w) if k != self.me and (wk := dist[k][self.me]) is not None]
         fd = os.open(path, os.O_RDWR)
         try:
             self._map = mmap.mmap(fd, 0)
         finally:
             os.close(fd)
+        self._rec = worker_record(w)
         self._wbase = LINK_RECORD * max(1, int(meta["links"]))
-        if self._wbase + WORKER_RECORD * self.workers > len(self._map):
+        if self._wbase + self._rec * w > len(self._map):
             raise ValueError("%s: too short for its placement" % path)
+        self._keys = struct.Struct("<%dQ" % (2 + 2 * w))
         self.drain = drain
         self.duration = duration
-        remote = [ps for ps in sockets if ps.remote]
-        self.out_at = {ps: index(ps.node.name, ps.index) * LINK_RECORD for ps in remote}
-        self.links: dict[PortSocket, InLink] = {ps: InLink("%s:%d" % (ps.node.name, ps.index)) for ps in remote}
-        self._in = [(self.links[ps], index(*ps.peer_key) * LINK_RECORD) for ps in remote]
-
-    def send_count(self, ps: Any, rnd: int, count: int) -> None:
-        off = self.out_at[ps]
-        _U64.pack_into(self._map, off + 8, count)
-        _U64.pack_into(self._map, off, rnd + 1)         # the round last (the module text)
+        self.remote = [ps for ps in sockets if ps.remote]
+        self.out_at = [(ps, index(ps.node.name, ps.index) * LINK_RECORD, owner[ps.peer_key[0]]) for ps in self.remote]
+        self.in_at = [(ps, index(*ps.peer_key) * LINK_RECORD) for ps in self.remote]
+        self.links: dict[PortSocket, InLink] = {ps: InLink("%s:%d" % (ps.node.name, ps.index)) for ps in self.remote}
+        self._others = [k for k in range(w) if k != self.me]
 
     def inbound(self, ps: Any) -> InLink:
         return self.links[ps]
 
     def poll(self) -> None:
         self.drain()
-        m = self._map
-        u64 = _U64.unpack_from
-        for link, off in self._in:
-            ar = u64(m, off)[0] - 1                     # the round first (the module text)
-            if ar > link.a_round:
-                link.take(PHASE_A, 0, ar, u64(m, off + 8)[0], 0, 0, 0)
 
-    def _round_of(self, k: int) -> int:
-        return int(_U64.unpack_from(self._map, self._wbase + WORKER_RECORD * k)[0]) - 1
+    def _at(self, k: int, rnd: int) -> int:
+        """Where worker *k*'s record of round *rnd* starts (the module text: two records)."""
+        return self._wbase + self._rec * k + (self._rec // 2) * (rnd & 1)
 
-    async def phase_b(self, driver: Any, rnd: int, key: tuple[int, int], idle: bool) -> tuple[tuple[int, int], bool]:
+    def _round_of(self, k: int, rnd: int) -> int:
+        return int(_U64.unpack_from(self._map, self._at(k, rnd))[0]) - 1
+
+    async def exchange(self, driver: Any, rnd: int) -> tuple[tuple[int, int], bool]:
         m = self._map
-        off = self._wbase + WORKER_RECORD * self.me
-        t = FOREVER if key[0] >= INF else key[0]
-        _KEY.pack_into(m, off + 8, t, key[1])
-        _U64.pack_into(m, off, rnd + 1)
-        others = range(self.workers)
-        await driver.wait(lambda: all(self._round_of(k) >= rnd for k in others), "key")
-        keys = [_KEY.unpack_from(m, self._wbase + WORKER_RECORD * k + 8) for k in others]
+        w = self.workers
+        sent = [(FOREVER, 0)] * w
+        for ps, off, dest in self.out_at:
+            _U64.pack_into(m, off, ps.frames_sent())
+            if ps.win_t < INF:
+                k = (ps.win_t, ps.win_s)
+                if k < sent[dest]:
+                    sent[dest] = k
+                ps.win_t, ps.win_s = INF, 0
+        ht, hs = _key(*driver.sched.next_key())
+        off = self._at(self.me, rnd)
+        flat = [ht, hs]
+        for k in sent:
+            flat.extend(k)
+        self._keys.pack_into(m, off + 8, *flat)
+        _U64.pack_into(m, off, rnd + 1)                 # the round last (the module text)
+        others = self._others
+        await driver.wait(lambda: all(self._round_of(k, rnd) == rnd for k in others), "key")
+        recs = [self._keys.unpack_from(m, self._at(k, rnd) + 8) for k in range(w)]
         limit: tuple[int, int] = (INF, 0)
-        for k, (props, hops) in self.to_me:         # type: ignore[misc]
-            kt, ks = keys[k]
+        done = True
+        earliest = []
+        for k in range(w):
+            n = (recs[k][0], recs[k][1])
+            for i in range(w):
+                mk = (recs[i][2 + 2 * k], recs[i][3 + 2 * k])
+                if mk < n:
+                    n = mk
+            earliest.append(n)
+            if n[0] < self.duration:
+                done = False
+        for k, (props, hops) in self.to_me:
+            kt, ks = earliest[k]
             if kt < FOREVER:
                 b = bound(kt, ks, props, hops)
                 if b < limit:
                     limit = b
-        done = all(kt >= self.duration for kt, _ in keys)
+        counts = [(ps, _U64.unpack_from(m, off)[0]) for ps, off in self.in_at]
+        await driver.wait(lambda: all(ps.rx.received >= c for ps, c in counts), "frames")
         return limit, done
 
     def close(self) -> None:

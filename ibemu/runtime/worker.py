@@ -218,7 +218,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
                control: bool = False, start_at: float | None = None, parent: int = 0,
                drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
                integrity: bool = False, key: bytes | None = None, sync: str = "exact",
-               sync_file: str | None = None, sync_bound: int = 63,
+               sync_file: str | None = None, processes: int = 2,
                local_datagrams: bool | None = None) -> dict[str, Any]:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
     *part*) what they recorded.  Raises UserError for bad input.
@@ -232,7 +232,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     (:mod:`.delivery`); with *control* it is the first control line instead,
     ``{"cmd": "key", "key": HEX}`` (issue 14 item 1).  *sync*: ``exact`` (issue 27,
     :mod:`.exact`; its messages through the shared *sync_file* of a one-host run, else as
-    datagrams; *sync_bound*: at least the number of workers less one) or ``free``.
+    datagrams; *processes*: how many processes take part, this one included) or ``free``.
     *local_datagrams*: whether the
     frames between nodes of this worker travel as datagrams (:class:`~.loop.NodeLoop`;
     None: as :func:`local_datagrams_default` says)."""
@@ -244,7 +244,7 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
         return _run_worker(scn, node_names, amap, dilation, ctl, beat, part=part, pcap=pcap,
                            start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
                            faults_until=faults_until, integrity=integrity, key=key, sync=sync,
-                           sync_file=sync_file, sync_bound=sync_bound,
+                           sync_file=sync_file, processes=processes,
                            local_datagrams=local_datagrams_default(sync) if local_datagrams is None else local_datagrams)
     finally:
         if beat is not None:
@@ -256,7 +256,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
                 pcap: str | Path | None, start_at: float | None, drop_link_every: int, realtime: bool,
                 faults_until: int | None, integrity: bool, key: bytes | None,
                 local_datagrams: bool, sync: str = "exact", sync_file: str | None = None,
-                sync_bound: int = 63) -> dict[str, Any]:
+                processes: int = 2) -> dict[str, Any]:
     """:func:`run_worker` once the control channel and its heartbeat run."""
     scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
@@ -279,7 +279,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
                     rcvbuf=_rcvbuf,
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
                     faults_until=faults_until, key=key, local_datagrams=local_datagrams,
-                    sync=sync, sync_file=sync_file, workers=sync_bound + 1)
+                    sync=sync, sync_file=sync_file, workers=processes)
     loop.on_overload = lower_priority
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)

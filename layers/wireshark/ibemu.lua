@@ -272,30 +272,31 @@ local function is_shim(tvb)
         and bit32.band(tvb(3, 1):uint(), 3) <= KIND_SYNC
 end
 
--- A synchronisation message of the exact clock (kind 2), tvb after the shim.
-local function dissect_sync(tvb, pinfo, item)
+-- A synchronisation message of the exact clock (kind 2): *len* bytes of tvb from *o*,
+-- the bytes after the shim (the MAC tag excluded).
+local function dissect_sync(tvb, o, len, pinfo, item)
     pinfo.cols.protocol = "ibemu sync"
-    if tvb:len() ~= SYNC_LEN then
+    if len ~= SYNC_LEN then
         item:add_proto_expert_info(e_bad_sync, string.format(
-            "Sync message of %d bytes, expected %d", tvb:len(), SYNC_LEN))
+            "Sync message of %d bytes, expected %d", len, SYNC_LEN))
         pinfo.cols.info = "Malformed sync message"
         return
     end
-    local phase, step = tvb(0, 1):uint(), tvb(1, 1):uint()
-    local sub = item:add(p_ibemu, tvb(0, SYNC_LEN), "Sync message (exact clock)")
-    sub:add(f_sync_phase, tvb(0, 1))
-    sub:add(f_sync_step, tvb(1, 1))
-    sub:add(f_sync_round, tvb(8, 8))
-    sub:add(f_sync_a, tvb(16, 8))
-    sub:add(f_sync_b, tvb(24, 8))
-    sub:add(f_sync_c, tvb(32, 8))
-    local rnd = tostring(tvb(8, 8):uint64())
+    local phase, step = tvb(o, 1):uint(), tvb(o + 1, 1):uint()
+    local sub = item:add(p_ibemu, tvb(o, SYNC_LEN), "Sync message (exact clock)")
+    sub:add(f_sync_phase, tvb(o, 1))
+    sub:add(f_sync_step, tvb(o + 1, 1))
+    sub:add(f_sync_round, tvb(o + 8, 8))
+    sub:add(f_sync_a, tvb(o + 16, 8))
+    sub:add(f_sync_b, tvb(o + 24, 8))
+    sub:add(f_sync_c, tvb(o + 32, 8))
+    local rnd = tostring(tvb(o + 8, 8):uint64())
     local summary
     if phase == 1 then
-        summary = string.format("Sync A round %s: %s frames sent", rnd, tostring(tvb(16, 8):uint64()))
+        summary = string.format("Sync A round %s: %s frames sent", rnd, tostring(tvb(o + 16, 8):uint64()))
     elseif phase == 2 then
         summary = string.format("Sync B round %s step %d: key (%s ps, %s)", rnd, step,
-                                tostring(tvb(16, 8):uint64()), tostring(tvb(24, 8):uint64()))
+                                tostring(tvb(o + 16, 8):uint64()), tostring(tvb(o + 24, 8):uint64()))
     else
         summary = string.format("Sync phase %d round %s", phase, rnd)
     end
@@ -344,7 +345,7 @@ local function dissect_shim(tvb, pinfo, tree)
     end
     if kind == KIND_SYNC then
         -- no frame: never handed to the InfiniBand dissector
-        dissect_sync(len > 0 and tvb(SHIM_LEN, len):tvb() or ByteArray.new():tvb("empty"), pinfo, item)
+        dissect_sync(tvb, SHIM_LEN, len, pinfo, item)
         return tvb:len()
     end
     local rest = tvb(SHIM_LEN, len):tvb()
