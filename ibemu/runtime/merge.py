@@ -32,7 +32,8 @@ _REC = struct.Struct("<IIII")
 _BLOCK = struct.Struct("<II")
 _TS = struct.Struct("<II")
 _IFACE_TS = struct.Struct("<III")
-_EPB_TS = 12            # an EPB's timestamp (high, low words) after type, length and interface id
+"""An EPB's interface id and timestamp (high, low words)."""
+_EPB_IFACE = 8          # an EPB's interface id, after its block type and length; the timestamp follows
 _MAGIC_LEN = 4          # the SHB's block type, which starts a pcapng file
 
 RUNTIME_TOTALS = ("events", "datagrams_sent", "datagrams_received", "datagrams_lost",
@@ -125,7 +126,7 @@ def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
             if blen < 12 or off + blen > n:
                 break
             if btype == EPB_TYPE:
-                iface, hi, lo = _IFACE_TS.unpack_from(buf, off + _EPB_TS - 4)
+                iface, hi, lo = _IFACE_TS.unpack_from(buf, off + _EPB_IFACE)
                 out.append(((hi << 32) | lo, iface, off, blen))     # if_tsresol 9: nanoseconds
             elif btype in (SHB_TYPE, IDB_TYPE) and not out:
                 head_end = off + blen

@@ -59,7 +59,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..atomic import atomic_batch, prepare_outputs
 from ..build import build_fabric
@@ -179,6 +179,16 @@ class MpiRun:
     orphaned: bool = False
     """A rank process died: MPI cannot be finalized (it would wait for the dead rank,
     as srun's PMI does), so the process ends without it (:func:`end_orphaned`)."""
+
+
+class RankPace(NamedTuple):
+    """What every rank tells the others of its worker's pace (an allgather), for the
+    verdict (:func:`.verdict.verdict`)."""
+    max_lag_ps: int
+    max_slip_ps: int
+    slips: int
+    datagrams_lost: int
+    effective_dilation: float | None
 
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool, sync: str,
@@ -345,13 +355,14 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
                             dilation, wall, window, port_base, sync)
     times = comm.allgather(last_t)                   # the ranks' last emulated times, known to all
     st = (data or {}).get("runtime") or {}
-    paces = comm.allgather((int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0)), int(st.get("slips", 0)),
-                            int(st.get("datagrams_lost", 0)), st.get("effective_dilation")))
-    effs = [p[4] for p in paces if p[4]]
-    validity = verdict({"max_slip_ps": max(p[1] for p in paces), "slips": sum(p[2] for p in paces),
-                        "datagrams_lost": sum(p[3] for p in paces), "dilation": dilation,
+    paces: list[RankPace] = [RankPace(*p) for p in comm.allgather(RankPace(
+        int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0)), int(st.get("slips", 0)),
+        int(st.get("datagrams_lost", 0)), st.get("effective_dilation")))]
+    effs = [p.effective_dilation for p in paces if p.effective_dilation]
+    validity = verdict({"max_slip_ps": max(p.max_slip_ps for p in paces), "slips": sum(p.slips for p in paces),
+                        "datagrams_lost": sum(p.datagrams_lost for p in paces), "dilation": dilation,
                         "effective_dilation": max(effs) if effs else None,
-                        "workers": [{"worker": r, "max_lag_ps": p[0]} for r, p in enumerate(paces)]},
+                        "workers": [{"worker": r, "max_lag_ps": p.max_lag_ps} for r, p in enumerate(paces)]},
                        sync, time_scale(fabric.wiring, worker_map(groups)), who="rank")
     mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
             "pcap": cap, "t": times[rank], "error": error}

@@ -134,8 +134,10 @@ class ShmSync:
             flat.extend(k)
         self._keys.pack_into(m, off + 8, *flat)
         _U64.pack_into(m, off, rnd + 1)                 # the round last (the module text)
-        others = self._others
-        await driver.wait(lambda: all(self._round_of(k, rnd) == rnd for k in others), "key")
+        others = [self._at(k, rnd) for k in self._others]
+        u64 = _U64.unpack_from
+        target = rnd + 1
+        await driver.wait(lambda: all(u64(m, o)[0] == target for o in others), "key", None)
         recs = [self._keys.unpack_from(m, self._at(k, rnd) + 8) for k in range(w)]
         limit: tuple[int, int] = (INF, 0)
         done = True
@@ -155,8 +157,9 @@ class ShmSync:
                 b = bound(kt, ks, props, hops)
                 if b < limit:
                     limit = b
-        counts = [(ps, _U64.unpack_from(m, off)[0]) for ps, off in self.in_at]
-        await driver.wait(lambda: all(ps.rx.received >= c for ps, c in counts), "frames")
+        counts = [(ps, u64(m, off)[0]) for ps, off in self.in_at]
+        if any(ps.rx.received < c for ps, c in counts):
+            await driver.wait(lambda: all(ps.rx.received >= c for ps, c in counts), "frames")
         return limit, done
 
     def close(self) -> None:

@@ -295,6 +295,7 @@ class Scheduler:
         self.clip_time = INF
         self.clip_seq = 0
         self.slips = 0
+        self.last_slip: tuple[Any, ...] = ()
         self.slip_ps = 0
         self.max_slip_ps = 0
 
@@ -457,6 +458,7 @@ class Scheduler:
                 if t < seen:
                     if kind != k_wake:
                         d = seen - t
+                        self.last_slip = (node.name, kind, port, t, ev.seq, seen)
                         self.slips += 1
                         self.slip_ps += d
                         if d > self.max_slip_ps:
