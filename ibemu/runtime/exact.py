@@ -57,6 +57,8 @@ class ExactDriver:
         self.limit = (0, 0)
         self.wait_peers_s = 0.0
         self.pace_wait_s = 0.0
+        self.run_s = 0.0                # wall seconds in the scheduler's loop (the events themselves)
+        self.published = 0              # the earliest key's time this worker last told the others
         self.windows_run = 0            # rounds whose window ran at least one event
         self._fds = [ps.sock.fileno() for ps in self.remote]
         self._yielded = 0.0
@@ -121,6 +123,7 @@ class ExactDriver:
         """The current round's messages (the transport's exchange); True when the run
         is over."""
         r = self.round
+        self.published = self.sched.next_key()[0]
         self.limit, done = await self.transport.exchange(self, r)
         if self.debug:
             print("round %d next %s limit %s done %s" % (r, self.sched.next_key(), self.limit, done),
@@ -153,7 +156,9 @@ class ExactDriver:
             ns = loop.next_sample
             if ns < ut or (ns == ut and us > 0):
                 ut, us = ns, 0
+            t_run = time.perf_counter()
             sched.run(ut, until_seq=us)
+            self.run_s += time.perf_counter() - t_run
             ran = True
             # samples at T once every event before T ran and none can still come: the
             # heap's next and every promise are at or after T
@@ -164,6 +169,8 @@ class ExactDriver:
         if loop.next_sample <= lt:
             loop.sample_upto(lt)
         self.windows_run += ran
+        if (lt, ls) > (sched.floor_time, sched.floor_seq):
+            sched.floor_time, sched.floor_seq = lt, ls      # every event before it has run
         loop.now_ps = min(lt, end)
 
     async def _pace(self, t: int) -> None:
@@ -200,6 +207,6 @@ class ExactDriver:
 
     def stats(self) -> dict[str, Any]:
         return {"sync": "exact", "rounds": self.round, "windows_run": self.windows_run,
-                "wait_peers_s": self.wait_peers_s, "pace_wait_s": self.pace_wait_s,
+                "wait_peers_s": self.wait_peers_s, "pace_wait_s": self.pace_wait_s, "events_s": self.run_s,
                 "stray_messages": sum(ln.strays for ln in self.inbound),
                 "limit_end": None if self.limit[0] >= INF else self.limit[0]}

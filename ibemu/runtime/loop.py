@@ -135,7 +135,8 @@ class NodeLoop:
         elif self.io.remote_fds:
             sched.poll = self.io.poll_remote
             sched.poll_mask = POLL_MASK
-        sched.last_now = {n: 0 for n in sched.nodes}        # the slip rule (never acts when exact)
+        if self.driver is None:
+            sched.last_now = {n: 0 for n in sched.nodes}    # the slip rule (free-running)
 
     def _route_locally(self, wiring: Mapping[Any, Any], faults: Mapping[Any, Any], drop_every: int,
                        capture: Any) -> None:
@@ -232,11 +233,21 @@ class NodeLoop:
 
     def call_now(self, node: Any, fn: Callable[..., object], *args: Any) -> None:
         """Run ``fn(now, *args)`` on *node* at the current emulated time, as a node timer
-        (a command from outside the fabric: a live management request, ibemu/runtime/mgmt.py)."""
-        assert self.sched.last_now is not None
-        t = max(self.emulated_now(), self.sched.last_now[node])
+        (a command from outside the fabric: a live management request, ibemu/runtime/mgmt.py).
+        On the exact clock it is due no earlier than what this worker last told the others
+        (its earliest key then stays a true bound) and runs in the driver's next window;
+        a live command is outside the scenario, so such a run is no longer the virtual
+        clock's."""
+        sched = self.sched
+        if self.driver is not None:
+            t = max(self.emulated_now(), sched.floor_time, self.driver.published)
+            node.at(t, fn, *args)
+            sched.arm(node)
+            return
+        assert sched.last_now is not None
+        t = max(self.emulated_now(), sched.last_now[node])
         node.at(t, fn, *args)
-        self.sched.arm(node)
+        sched.arm(node)
         self.step()                         # runs it now (t <= now) and re-arms the timer
 
     # ------------------------------------------------------------------ tasks

@@ -40,6 +40,8 @@ from ..sim.scheduler import INF
 from .portsocket import PortSocket
 from .syncproto import FOREVER, InLink, bound, distances
 
+SPIN = 200
+"""Reads of a round word in a tight loop before waiting the driver's way (yielding the CPU)."""
 _U64 = struct.Struct("<Q")
 _KEY = struct.Struct("<2Q")
 LINK_RECORD = 8
@@ -134,10 +136,16 @@ class ShmSync:
             flat.extend(k)
         self._keys.pack_into(m, off + 8, *flat)
         _U64.pack_into(m, off, rnd + 1)                 # the round last (the module text)
-        others = [self._at(k, rnd) for k in self._others]
         u64 = _U64.unpack_from
         target = rnd + 1
-        await driver.wait(lambda: all(u64(m, o)[0] == target for o in others), "key", None)
+        for k in self._others:                          # the barrier: a spin on each round word
+            o = self._at(k, rnd)
+            if u64(m, o)[0] != target:
+                for _ in range(SPIN):
+                    if u64(m, o)[0] == target:
+                        break
+                else:
+                    await driver.wait(lambda: u64(m, o)[0] == target, "key", None)
         recs = [self._keys.unpack_from(m, self._at(k, rnd) + 8) for k in range(w)]
         limit: tuple[int, int] = (INF, 0)
         done = True

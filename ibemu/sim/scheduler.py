@@ -294,6 +294,9 @@ class Scheduler:
         # runs (set by transmit when a frame leaves for another process, :meth:`clip`)
         self.clip_time = INF
         self.clip_seq = 0
+        # the exact wall clock: every event before (floor_time, floor_seq) has run
+        self.floor_time = 0
+        self.floor_seq = 0
         self.slips = 0
         self.last_slip: tuple[Any, ...] = ()
         self.slip_ps = 0
@@ -320,9 +323,18 @@ class Scheduler:
     def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool,
                 depth: int = 0, link_seq: int = 0) -> None:
         """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in: its
-        shim's *depth* and sequence number *link_seq*)."""
-        push(self.heap, Event(t, arrival_order(depth, t, node.sched_id, port, link_seq), DELIVER, node, port,
-                              frame, link))
+        shim's *depth* and sequence number *link_seq*).  A frame whose key is before
+        :attr:`floor` (the exact wall clock: every event before it has run) counts as a
+        slip: a broken promise."""
+        seq = arrival_order(depth, t, node.sched_id, port, link_seq)
+        if t < self.floor_time or (t == self.floor_time and seq < self.floor_seq):
+            d = self.floor_time - t
+            self.last_slip = (node.name, DELIVER, port, t, seq, self.floor_time)
+            self.slips += 1
+            self.slip_ps += d
+            if d > self.max_slip_ps:
+                self.max_slip_ps = d
+        push(self.heap, Event(t, seq, DELIVER, node, port, frame, link))
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
