@@ -201,6 +201,7 @@ class ExactDriver:
                 print("exact clock: a frame behind its receiver in round %d (window from %s to %s): %s"
                       % (self.round, start, self.limit, self.sched.last_slip), file=sys.stderr)
             done = await self.phases()
+        self.loop.io.drain_all()                # strangers and forgeries on every socket are counted
         self.loop.sample_upto(self.loop.duration)
         await self._pace(self.loop.duration)     # the run's pace is its target to the end
         self.loop.now_ps = self.loop.duration

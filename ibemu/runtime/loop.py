@@ -130,6 +130,7 @@ class NodeLoop:
             else:
                 transport = NetSync(self.io, workers)
             self.driver = ExactDriver(self, transport)
+            self.io.exact = True
             if not local_datagrams:
                 self._route_locally(wiring, faults or {}, drop_link_every, capture)
         elif self.io.remote_fds:
@@ -179,8 +180,8 @@ class NodeLoop:
         E = self.emulated_now()
         end = self.duration
         limit = E + 1 if E < end else end       # the events at or before E, before the end
-        if heap and E - heap[0].time > self.max_lag_ps:   # the step's first event is its latest
-            self.max_lag_ps = E - heap[0].time
+        if heap and min(E, end) - heap[0].time > self.max_lag_ps:   # the step's first event is its latest
+            self.max_lag_ps = min(E, end) - heap[0].time
             if self.max_lag_ps > self.overload_ps and not self.overloaded:
                 self.overloaded = True          # the machine cannot keep up with the dilation
                 if self.on_overload is not None:
@@ -337,6 +338,8 @@ class NodeLoop:
             self.cpu_s = time.process_time() - cpu0
 
     def close(self) -> None:
+        if self.driver is not None:
+            self.driver.transport.close()
         self.io.close()
 
     def stats(self) -> dict[str, Any]:

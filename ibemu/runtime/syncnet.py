@@ -65,6 +65,9 @@ class NetSync:
     def poll(self) -> None:
         self.io.poll_remote()
 
+    def close(self) -> None:
+        """Nothing of its own to release (the sockets are the loop's)."""
+
     async def exchange(self, driver: Any, rnd: int) -> tuple[tuple[int, int], bool]:
         """Phase A (the counts; then every frame counted is taken in), then phase B's
         steps (the module text)."""
@@ -85,6 +88,5 @@ class NetSync:
             payload = encode(PHASE_B, rnd, value[0], value[1], bits if step == last else 0, step)
             for ps in self.remote:
                 self._send(ps, payload)
-            at = (rnd, step)
-            await driver.wait(lambda: all(ln.b_at >= at for ln in links), "promise")
+            await driver.wait(lambda at=(rnd, step): all(ln.b_at >= at for ln in links), "promise")
         return least(ln.key() for ln in links), self.rounds.done(bits)

@@ -96,7 +96,7 @@ def hop(t: int, seq: int, propagation: int) -> tuple[int, int]:
 
 def bound(t: int, seq: int, props: int, hops: int) -> tuple[int, int]:
     """:func:`hop` over a path of *hops* links whose propagation delays add up to *props*."""
-    if t >= INF or hops <= 0 and props <= 0:
+    if t >= INF or (hops <= 0 and props <= 0):
         return (FOREVER, 0) if t >= INF else (t, seq)
     if props > 0:
         return t + props, 0
@@ -223,6 +223,9 @@ class Transport(Protocol):
 
     def poll(self) -> None:
         """Read what has come (messages, and frames from the cut links' sockets)."""
+
+    def close(self) -> None:
+        """Release what the transport holds (the shared file's mapping)."""
 
     async def exchange(self, driver: Any, rnd: int, /) -> tuple[tuple[int, int], bool]:
         """Round *rnd*'s messages after its window: every frame sent to this worker is

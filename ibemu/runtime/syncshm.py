@@ -8,9 +8,11 @@ that the controller makes and every worker maps, written without locks::
     one's, never two rounds ahead):
         round+1 | H_time | H_seq | (M_time | M_seq) x workers          uint64, little-endian
 
-A worker writes its record fields first and round last; a reader reads the round first
-(aligned 8-byte stores and loads, in program order on x86-64), so a round it sees is
-never paired with older fields.  A round is stored plus one: 0 means nothing yet.  The
+Every field is an aligned 64-bit word in the machine's byte order, written and read
+whole (a ``memoryview`` cast to ``Q``: one 8-byte store or load, never torn, where
+``struct`` would copy byte by byte and a reader could catch half of a change from 255 to
+256).  A worker writes its record fields first and round last; a reader reads the round
+first (program order on x86-64), so a round it sees is never paired with older fields.  A round is stored plus one: 0 means nothing yet.  The
 placement (the node names of each worker) is in ``FILE.json`` beside it.
 
 Here a round needs one barrier instead of :mod:`.syncnet`'s phases A and B, because
@@ -31,7 +33,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,6 @@ from .syncproto import FOREVER, InLink, bound, distances
 
 SPIN = 200
 """Reads of a round word in a tight loop before waiting the driver's way (yielding the CPU)."""
-_U64 = struct.Struct("<Q")
-_KEY = struct.Struct("<2Q")
 LINK_RECORD = 8
 
 
@@ -96,7 +95,7 @@ class ShmSync:
         self._wbase = LINK_RECORD * max(1, int(meta["links"]))
         if self._wbase + self._rec * w > len(self._map):
             raise ValueError("%s: too short for its placement" % path)
-        self._keys = struct.Struct("<%dQ" % (2 + 2 * w))
+        self._words = memoryview(self._map).cast("Q")          # 8-byte words (the module text)
         self.drain = drain
         self.duration = duration
         self.remote = [ps for ps in sockets if ps.remote]
@@ -112,48 +111,45 @@ class ShmSync:
         self.drain()
 
     def _at(self, k: int, rnd: int) -> int:
-        """Where worker *k*'s record of round *rnd* starts (the module text: two records)."""
-        return self._wbase + self._rec * k + (self._rec // 2) * (rnd & 1)
-
-    def _round_of(self, k: int, rnd: int) -> int:
-        return int(_U64.unpack_from(self._map, self._at(k, rnd))[0]) - 1
+        """The word where worker *k*'s record of round *rnd* starts (the module text: two)."""
+        return (self._wbase + self._rec * k + (self._rec // 2) * (rnd & 1)) >> 3
 
     async def exchange(self, driver: Any, rnd: int) -> tuple[tuple[int, int], bool]:
-        m = self._map
+        words = self._words
         w = self.workers
         sent = [(FOREVER, 0)] * w
         for ps, off, dest in self.out_at:
-            _U64.pack_into(m, off, ps.frames_sent())
+            words[off >> 3] = ps.frames_sent()
             if ps.win_t < INF:
                 k = (ps.win_t, ps.win_s)
                 if k < sent[dest]:
                     sent[dest] = k
                 ps.win_t, ps.win_s = INF, 0
         ht, hs = _key(*driver.sched.next_key())
-        off = self._at(self.me, rnd)
-        flat = [ht, hs]
-        for k in sent:
-            flat.extend(k)
-        self._keys.pack_into(m, off + 8, *flat)
-        _U64.pack_into(m, off, rnd + 1)                 # the round last (the module text)
-        u64 = _U64.unpack_from
+        at = self._at(self.me, rnd)
+        words[at + 1] = ht
+        words[at + 2] = hs
+        for d, (mt, ms) in enumerate(sent):
+            words[at + 3 + 2 * d] = mt
+            words[at + 4 + 2 * d] = ms
         target = rnd + 1
+        words[at] = target                              # the round last (the module text)
         for k in self._others:                          # the barrier: a spin on each round word
             o = self._at(k, rnd)
-            if u64(m, o)[0] != target:
+            if words[o] != target:
                 for _ in range(SPIN):
-                    if u64(m, o)[0] == target:
+                    if words[o] == target:
                         break
                 else:
-                    await driver.wait(lambda: u64(m, o)[0] == target, "key", None)
-        recs = [self._keys.unpack_from(m, self._at(k, rnd) + 8) for k in range(w)]
+                    await driver.wait(lambda o=o: words[o] == target, "key", None)
+        starts = [self._at(k, rnd) for k in range(w)]
         limit: tuple[int, int] = (INF, 0)
         done = True
         earliest = []
         for k in range(w):
-            n = (recs[k][0], recs[k][1])
+            n = (words[starts[k] + 1], words[starts[k] + 2])
             for i in range(w):
-                mk = (recs[i][2 + 2 * k], recs[i][3 + 2 * k])
+                mk = (words[starts[i] + 3 + 2 * k], words[starts[i] + 4 + 2 * k])
                 if mk < n:
                     n = mk
             earliest.append(n)
@@ -165,10 +161,11 @@ class ShmSync:
                 b = bound(kt, ks, props, hops)
                 if b < limit:
                     limit = b
-        counts = [(ps, u64(m, off)[0]) for ps, off in self.in_at]
+        counts = [(ps, words[off >> 3]) for ps, off in self.in_at]
         if any(ps.rx.received < c for ps, c in counts):
             await driver.wait(lambda: all(ps.rx.received >= c for ps, c in counts), "frames")
         return limit, done
 
     def close(self) -> None:
+        self._words.release()
         self._map.close()

@@ -80,6 +80,8 @@ def verdict(runtime: dict[str, Any], sync: str, scale_ps: int, who: str = "worke
             reasons.append("%d frames arrived behind their receiver (largest %s): a broken promise, "
                            "please report it" % (runtime["slips"], format_time(max_slip)))
         late: list[int] = []
+    elif not scale_ps:
+        late = []                       # one process, or no link between processes: nothing can slip
     else:
         late = sorted(i for i, lag in lags.items() if lag > scale_ps)
         if late:

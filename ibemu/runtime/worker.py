@@ -245,7 +245,8 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
                            start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
                            faults_until=faults_until, integrity=integrity, key=key, sync=sync,
                            sync_file=sync_file, processes=processes,
-                           local_datagrams=local_datagrams_default(sync) if local_datagrams is None else local_datagrams)
+                           local_datagrams=(local_datagrams_default(sync) if local_datagrams is None
+                                            else local_datagrams))
     finally:
         if beat is not None:
             beat.stop()
