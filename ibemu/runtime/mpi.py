@@ -49,14 +49,10 @@ job without outputs: MPI collectives cannot survive it.
 """
 from __future__ import annotations
 
-import fcntl
 import os
-import socket
-import struct
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -67,15 +63,17 @@ from ..errors import UserError
 from ..scenario import Scenario
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
-from .addrmap import new_key, port_keys, write_map
+from .addrmap import new_key, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .launcher import LAUNCHER_ENV, under_mpi
+from .mpi_hosts import interface_addresses, local_address, plan_addresses
+
+__all__ = ["MpiRun", "end_orphaned", "interface_addresses", "local_address", "run_mpi", "under_mpi"]
 from .lifeline import Event, Lifelines
 from .merge import read_part
 from .verdict import EXIT_INVALID, time_scale, verdict, worker_map
 from .partition import partition
-from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
 
 __all__ = ["run_mpi", "end_orphaned", "under_mpi", "LAUNCHER_ENV", "local_address",
@@ -93,52 +91,6 @@ def _comm() -> Any:
     except ImportError:
         raise UserError("node --mpi needs mpi4py and an MPI library: pip install 'ibemu[mpi]'") from None
     return MPI.COMM_WORLD
-
-
-# ---------------------------------------------------------------- addresses
-SIOCGIFADDR = 0x8915
-IFR_ADDR = 20
-"""Offset of the IPv4 address in a struct ifreq: ifr_name (16 bytes), then a sockaddr_in
-whose sin_family and sin_port take 4."""
-
-def interface_addresses() -> dict[str, str]:
-    """``{interface: IPv4 address}`` of this host's (this network namespace's)
-    interfaces that have one (Linux: SIOCGIFADDR)."""
-    out: dict[str, str] = {}
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for _, name in socket.if_nameindex():
-            try:
-                ifreq = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue
-            out[name] = socket.inet_ntoa(ifreq[IFR_ADDR:IFR_ADDR + 4])
-    return out
-
-
-def _common_bits(a: str, b: str) -> int:
-    x = int(struct.unpack("!I", socket.inet_aton(a))[0]) ^ int(struct.unpack("!I", socket.inet_aton(b))[0])
-    return 32 - x.bit_length()
-
-
-def local_address(mine: dict[str, str], everyone: Sequence[dict[str, str]], iface: str | None = None) -> str:
-    """The address this rank's nodes use.  *mine*: this rank's
-    :func:`interface_addresses`; *everyone*: every rank's.  *iface*: that interface's
-    address.  Else 127.0.0.1 when every rank sees the same addresses (one host), else
-    this rank's non-loopback address sharing the most leading bits with another
-    rank's (the network they share)."""
-    if iface:
-        if iface not in mine:
-            raise UserError("--iface %s: no IPv4 address on this host (interfaces: %s)"
-                            % (iface, ", ".join(sorted(mine)) or "none"))
-        return mine[iface]
-    own = sorted({a for a in mine.values() if not a.startswith("127.")})
-    if all(sorted(set(e.values())) == sorted(set(mine.values())) for e in everyone):
-        return "127.0.0.1"
-    others = {a for e in everyone if sorted(set(e.values())) != sorted(set(mine.values()))
-              for a in e.values() if not a.startswith("127.")}
-    if not own or not others:
-        raise UserError("this host has no address the other ranks can reach; give --iface")
-    return max(own, key=lambda a: (max(_common_bits(a, o) for o in others), a))
 
 
 # ---------------------------------------------------------------- one rank
@@ -200,49 +152,6 @@ def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool, 
     return args if realtime else [*args, "--no-realtime"]
 
 
-def _plan_addresses(comm: Any, fabric: Any, groups: list[list[str]], iface: str | None,
-                    port_base: int) -> tuple[dict[tuple[str, int], tuple[str, int]], list[str]]:
-    """The address map every rank agrees on, and each rank's host address."""
-    rank = comm.Get_rank()
-    mine = interface_addresses()
-    everyone = comm.allgather(mine)
-    err = ""
-    try:
-        host = local_address(mine, everyone, iface)
-    except UserError as e:
-        host, err = "", str(e)
-    keys = port_keys(fabric)
-    own = [k for k in keys if k[0] in set(groups[rank])]
-    hosts = comm.allgather((host, len(own), err))
-    bad = [(r, e) for r, (_, _, e) in enumerate(hosts) if e]
-    if bad:
-        raise UserError("rank %d: %s" % bad[0])
-    first: dict[str, int] = {}
-    for r, (h, _, _) in enumerate(hosts):
-        first.setdefault(h, r)
-    base = None
-    if first[host] == rank:                         # the first rank on this address picks the block
-        total = sum(n for h, n, _ in hosts if h == host)
-        try:
-            base = free_port_block(host, max(1, total), port_base)
-        except UserError as e:
-            err = str(e)
-    bases = comm.allgather((base, err))
-    bad = [(r, e) for r, (_, e) in enumerate(bases) if e]
-    if bad:
-        raise UserError("rank %d: %s" % bad[0])
-    amap: dict[tuple[str, int], tuple[str, int]] = {}
-    next_port = {h: bases[r][0] for h, r in first.items()}
-    for r, group in enumerate(groups):
-        h = hosts[r][0]
-        names = set(group)
-        for k in keys:
-            if k[0] in names:
-                amap[k] = (h, next_port[h])
-                next_port[h] += 1
-    return amap, [h for h, _, _ in hosts]
-
-
 def _wait(pool: WorkerPool, watch: float, lines: Lifelines) -> tuple[Worker | None, Event | None]:
     """Pump the worker until it is done, it fails, or a lifeline says something (a rank's
     worker failed, a rank process is gone); (our failed worker, the lifeline's event).
@@ -274,7 +183,7 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
     if len(groups) < size:
         raise UserError("%d ranks but %s has only %d parts to run (at most one rank per part): use mpiexec -n %d"
                         % (size, scn.name, len(groups), len(groups)))
-    amap, hosts = _plan_addresses(comm, fabric, groups, iface, port_base)
+    amap, hosts = plan_addresses(comm, fabric, groups, iface, port_base)
     _survive_failure_notice()
     key = comm.bcast(new_key() if rank == 0 else None, root=0)
     srv = Lifelines.listen(hosts[0]) if rank == 0 else None

@@ -6,14 +6,15 @@ that the controller makes and every worker maps, written without locks::
     then per worker (the placement's order), by that worker, two of them (even rounds,
     odd rounds: a worker may write its next round's while a slower one still reads this
     one's, never two rounds ahead):
-        round+1 | H_time | H_seq | (M_time | M_seq) x workers          uint64, little-endian
+        round+1 | H_time | H_seq | (M_time | M_seq) x workers          uint64 words
 
 Every field is an aligned 64-bit word in the machine's byte order, written and read
 whole (a ``memoryview`` cast to ``Q``: one 8-byte store or load, never torn, where
-``struct`` would copy byte by byte and a reader could catch half of a change from 255 to
-256).  A worker writes its record fields first and round last; a reader reads the round
-first (program order on x86-64), so a round it sees is never paired with older fields.  A round is stored plus one: 0 means nothing yet.  The
-placement (the node names of each worker) is in ``FILE.json`` beside it.
+``struct`` would copy byte by byte and a reader could catch half of a change from 255
+to 256). A worker writes its record fields first and round last; a reader reads the
+round first (program order on x86-64), so a round it sees is never paired with older
+fields.  A round is stored plus one: 0 means nothing yet.  The placement (the node
+names of each worker) is in ``FILE.json`` beside it.
 
 Here a round needs one barrier instead of :mod:`.syncnet`'s phases A and B, because
 every worker reads every record.  After its window a worker writes its link counts, the
