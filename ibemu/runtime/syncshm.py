@@ -104,6 +104,8 @@ class ShmSync:
         self.in_at = [(ps, index(*ps.peer_key) * LINK_RECORD) for ps in self.remote]
         self.links: dict[PortSocket, InLink] = {ps: InLink("%s:%d" % (ps.node.name, ps.index)) for ps in self.remote}
         self._others = [k for k in range(w) if k != self.me]
+        self._out_words = [(ps, off >> 3, dest) for ps, off, dest in self.out_at]
+        self._in_words = [(ps, off >> 3) for ps, off in self.in_at]
 
     def inbound(self, ps: Any) -> InLink:
         return self.links[ps]
@@ -118,53 +120,65 @@ class ShmSync:
     async def exchange(self, driver: Any, rnd: int) -> tuple[tuple[int, int], bool]:
         words = self._words
         w = self.workers
-        sent = [(FOREVER, 0)] * w
-        for ps, off, dest in self.out_at:
-            words[off >> 3] = ps.frames_sent()
-            if ps.win_t < INF:
-                k = (ps.win_t, ps.win_s)
-                if k < sent[dest]:
-                    sent[dest] = k
-                ps.win_t, ps.win_s = INF, 0
-        ht, hs = _key(*driver.sched.next_key())
+        sent = [FOREVER] * (2 * w)                      # (M_time, M_seq) per destination
+        for ps, word, dest in self._out_words:
+            words[word] = ps.frames_sent()
+            mt = ps.win_t
+            if mt < INF:
+                i = 2 * dest
+                if mt < sent[i] or (mt == sent[i] and ps.win_s < sent[i + 1]):
+                    sent[i] = mt
+                    sent[i + 1] = ps.win_s
+                ps.win_t = INF
+                ps.win_s = 0
+        ht, hs = driver.sched.next_key()
         at = self._at(self.me, rnd)
-        words[at + 1] = ht
-        words[at + 2] = hs
-        for d, (mt, ms) in enumerate(sent):
-            words[at + 3 + 2 * d] = mt
-            words[at + 4 + 2 * d] = ms
+        words[at + 1] = FOREVER if ht >= INF else ht
+        words[at + 2] = 0 if ht >= INF else hs
+        for i, v in enumerate(sent):
+            words[at + 3 + i] = 0 if v == FOREVER and i & 1 else v
         target = rnd + 1
         words[at] = target                              # the round last (the module text)
+        starts = [self._at(k, rnd) for k in range(w)]
         for k in self._others:                          # the barrier: a spin on each round word
-            o = self._at(k, rnd)
+            o = starts[k]
             if words[o] != target:
                 for _ in range(SPIN):
                     if words[o] == target:
                         break
                 else:
                     await driver.wait(lambda o=o: words[o] == target, "key", None)
-        starts = [self._at(k, rnd) for k in range(w)]
         limit: tuple[int, int] = (INF, 0)
         done = True
-        earliest = []
-        for k in range(w):
-            n = (words[starts[k] + 1], words[starts[k] + 2])
-            for i in range(w):
-                mk = (words[starts[i] + 3 + 2 * k], words[starts[i] + 4 + 2 * k])
-                if mk < n:
-                    n = mk
-            earliest.append(n)
-            if n[0] < self.duration:
-                done = False
-        for k, (props, hops) in self.to_me:
-            kt, ks = earliest[k]
-            if kt < FOREVER:
-                b = bound(kt, ks, props, hops)
+        duration = self.duration
+        for k, (props, hops) in self.to_me:             # the workers whose frames can reach this one
+            nt, ns = words[starts[k] + 1], words[starts[k] + 2]
+            for i in range(w):                          # ... and the frames in flight to them
+                s = starts[i] + 3 + 2 * k
+                mt = words[s]
+                if mt < nt or (mt == nt and words[s + 1] < ns):
+                    nt, ns = mt, words[s + 1]
+            if nt < FOREVER:
+                b = bound(nt, ns, props, hops)
                 if b < limit:
                     limit = b
-        counts = [(ps, words[off >> 3]) for ps, off in self.in_at]
-        if any(ps.rx.received < c for ps, c in counts):
-            await driver.wait(lambda: all(ps.rx.received >= c for ps, c in counts), "frames")
+        for k in range(w):                              # over when every worker's earliest is past the end
+            s = starts[k]
+            nt = words[s + 1]
+            if nt < duration:
+                done = False
+                break
+            for i in range(w):
+                if words[starts[i] + 3 + 2 * k] < duration:
+                    done = False
+                    break
+            if not done:
+                break
+        for ps, word in self._in_words:
+            if ps.rx.received < words[word]:
+                counts = [(p2, words[w2]) for p2, w2 in self._in_words]
+                await driver.wait(lambda: all(p3.rx.received >= c for p3, c in counts), "frames")
+                break
         return limit, done
 
     def close(self) -> None:
