@@ -352,4 +352,6 @@ class NodeLoop:
                "slips": sched.slips, "slip_ps": sched.slip_ps, "max_slip_ps": sched.max_slip_ps,
                "max_lag_ps": self.max_lag_ps, "overloaded": self.overloaded}
         out.update(self.driver.stats() if self.driver is not None else {"sync": "free"})
+        if sched.hybrid:                    # frames the scheduler routed within this worker, in memory
+            out["frames_direct"] += sched.frames
         return out

@@ -176,10 +176,15 @@ class ShmSync:
                 break
         for ps, word in self._in_words:
             if ps.rx.received < words[word]:
-                counts = [(p2, words[w2]) for p2, w2 in self._in_words]
-                await driver.wait(lambda: all(p3.rx.received >= c for p3, c in counts), "frames")
+                await self._take_frames(driver)
                 break
         return limit, done
+
+    async def _take_frames(self, driver: Any) -> None:
+        """Wait until every frame the inbound links counted is in the heap."""
+        words = self._words
+        counts = [(ps, words[word]) for ps, word in self._in_words]
+        await driver.wait(lambda: all(ps.rx.received >= c for ps, c in counts), "frames")
 
     def close(self) -> None:
         self._words.release()
