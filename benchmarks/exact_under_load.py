@@ -38,8 +38,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as d:
         vout = Path(d) / "virtual"
-        run_virtual(load_scenario(str(HERE / "scenarios" / "santos_fig1.toml"), ['scenario.duration="5ms"']),
-                    out_dir=vout)
+        from ibemu.resources import scenario_source
+        run_virtual(load_scenario(scenario_source("santos_fig1"), ['scenario.duration="5ms"']), out_dir=vout)
         ref = json.loads((vout / "results.json").read_text())
         ref.pop("extra")
     burners = [subprocess.Popen([sys.executable, "-c", BURN % (60 * a.runs)]) for _ in range(a.burners)]
@@ -61,9 +61,10 @@ def main() -> int:
             extra = res.pop("extra")
             rt = extra["runtime"]
             same = res == ref
+            diff = [k for k in ref if ref[k] != res.get(k)]
             status = status or (0 if same and p.returncode == 0 else 1)
             print("run %d: exit %d, %s the virtual clock's, effective dilation %.1f (requested 5), waited for peers "
-                  "%s s" % (i + 1, p.returncode, "identical to" if same else "DIFFERENT from",
+                  "%s s" % (i + 1, p.returncode, "identical to" if same else "DIFFERENT (%s) from" % diff,
                             rt.get("effective_dilation") or 0,
                             "/".join("%.2f" % w.get("wait_peers_s", 0) for w in rt["workers"])), flush=True)
     finally:
