@@ -15,35 +15,10 @@ tuple):
   duplicate filter ``accept(link_seq)``;
 - ``WAKE``: *node*'s own deadline (the earliest of its ``timers``) is due.
 
-The order (issue 27 Deliver 2).  Events run in the order of their *key* ``(time, seq)``,
-and *seq* is not a counter of insertions but is derived from the model alone
-(:func:`order`), so that every placement of the nodes on processes, and the virtual
-clock, runs every node's events in one and the same order::
-
-    seq = depth << 56 | node << 38 | port << 29 | link_seq mod 2**29
-
-- *depth*: how many events of the same instant lie behind this one: an event made by
-  an event at the same emulated time (a zero-delay reaction over a link without
-  propagation, a timer armed for *now*) has its maker's depth plus one; any other has
-  depth 0.  Causes therefore run before their effects at one instant, and a key made
-  while an event runs is always greater than that event's key: the heap pops keys in
-  increasing order, a pure function of the model.
-- *node*: the node's index in the fabric (``SimNode.sched_id``, the build order);
-- *port*: the receiving port's *rank* at that instant (:func:`port_rank`): a permutation
-  of the node's ports drawn afresh for every instant from the time and the node, so that
-  no port wins every tie (ordering simultaneous arrivals by port number would favour
-  port 1 over port 2 at every instant: with greedy flows of equal packets on equal links,
-  arrivals tie at every packet, and a switch's FIFOs would serve the low ports first);
-  :data:`WAKE_PORT` for a deadline, so at one (time, depth) a node takes the frames that
-  arrived before its own timers;
-- *link_seq*: the frame's number on its directed link (1, 2, ...: the shim's sequence
-  number on the wall clock), which keeps a link's frames of one instant in the order
-  they were sent.
-
-Before issue 27, *seq* counted insertions into one heap, so events of one instant ran
-first in, first out, and that order depended on which events shared a heap: a worker's
-heap holds only its own nodes.  The derived key changes the order of simultaneous events
-only (never their times), and only where the old order was an accident of insertion.
+The order (issue 27 Deliver 2): events run in the order of their key ``(time, seq)``, and
+*seq* is derived from the model alone (:mod:`.order`: causal depth in the instant, node,
+port rank, link sequence), so that every placement of the nodes on processes, and the
+virtual clock, runs every node's events in one and the same order.
 
 After each event the scheduler takes the node's transmissions (``outbox``) and arms its
 next deadline; it keeps, per node, the time of the earliest ``WAKE`` it has pending
@@ -81,178 +56,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from .heap import NATIVE, Ordered, heap_pop, heap_push, push
+from .heap import NATIVE, heap_pop, heap_push, push
+from .events import INF, Capture, Event, FaultyLink, Peer, PortCapture, PortPeer, SimNode
+from .order import (DEPTH_ONE, DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
+                    WAKE_PORT, arrival_order, depth_of, order, port_rank)
 
-INF: Final = 1 << 62
-"""A time after every event ("no deadline")."""
+__all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_ONE", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH",
+           "MAX_NODES", "MAX_PORT", "NODE_SHIFT", "PORT_SHIFT", "WAKE", "WAKE_PORT", "Capture", "Event", "FaultyLink",
+           "Peer", "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order",
+           "port_rank"]
+
 DELIVER: Final = 0
 WAKE: Final = 1
 DELIVER_FAULTY: Final = 2
 DELIVER_INTACT: Final = 3
-
-DEPTH_SHIFT: Final = 56
-NODE_SHIFT: Final = 38
-PORT_SHIFT: Final = 29
-LSEQ_MASK: Final = (1 << 29) - 1
-MAX_DEPTH: Final = 63
-"""Depths beyond it are counted as it (64 zero-delay reactions in one instant)."""
-MAX_NODES: Final = 1 << 18
-MAX_PORT: Final = 507
-"""The highest port number a scheduler orders (IBA switches have at most 254)."""
-WAKE_PORT: Final = 511
-"""The *port* field of a deadline's key: after every port's deliveries (the module text)."""
-DEPTH_ONE: Final = 1 << DEPTH_SHIFT
-
-
-def order(depth: int, node: int, port: int, link_seq: int = 0) -> int:
-    """The *seq* of an event's key (the module text): *depth* at its instant, the *node*'s
-    index, the receiving *port* (:data:`WAKE_PORT` for a deadline), the frame's
-    *link_seq* on its directed link."""
-    if depth > MAX_DEPTH:
-        depth = MAX_DEPTH
-    return (depth << DEPTH_SHIFT) | (node << NODE_SHIFT) | (port << PORT_SHIFT) | (link_seq & LSEQ_MASK)
-
-
-def port_rank(t: int, node: int, port: int) -> int:
-    """The place, 1 to 508, of *port* among *node*'s simultaneous arrivals at time *t*
-    (the module text): ``(port + 1) * a mod 509`` with 509 prime and the multiplier
-    ``a`` in 1..508 drawn from *t* and *node* by a multiplicative hash (Knuth's
-    2654435761 on 26 bits, so that every product fits a machine word), a permutation of
-    the ports 0..507 that changes from instant to instant."""
-    x = (t ^ (t >> 26) ^ (t >> 47) ^ node) & 0x3FFFFFF
-    a = 1 + ((x * 2654435761) >> 20) % 508
-    return ((port + 1) * a) % 509
-
-
-def arrival_order(depth: int, t: int, node: int, port: int, link_seq: int) -> int:
-    """:func:`order` of a frame's arrival on *node*'s *port* at *t* (its port's rank)."""
-    return order(depth, node, port_rank(t, node, port), link_seq)
-
-
-def depth_of(seq: int) -> int:
-    """The depth field of an event's *seq*."""
-    return seq >> DEPTH_SHIFT
-
-
-class SimNode:
-    """What the scheduler needs of a node (:class:`ibemu.fabric.node.Node` extends it):
-    it is handed frames and deadlines with the time as an argument, and leaves its
-    transmissions ``(port, frame, link, t_start)`` in ``outbox`` and its deadlines,
-    ordered and indexed like tuples that begin ``(t, seq, ...)``, in the heap ``timers``;
-    the loop reads the earliest with :meth:`deadline`.
-
-    ``sched_id`` is the node's index in its fabric (the build order, set by
-    :func:`ibemu.build.build_fabric`; a scheduler numbers nodes that have none by their
-    place in its list): the *node* field of its events' keys.
-
-    A concrete base class rather than a protocol, so that the compiled core (issue 16)
-    calls a node's methods and reads its attributes natively instead of by name."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.outbox: list[Any] = []
-        self.timers: list[Any] = []
-        self.sched_id = -1
-        # the scheduler's (Scheduler.__init__ sets them): the time of the WAKE it has
-        # pending for this node, its WAKE key without the depth, and where each port's
-        # frames go
-        self.sched_wake_at = INF
-        self.sched_wake_key = 0
-        self.sched_peers: dict[int, PortPeer] = {}
-
-    def receive(self, port: int, frame: Any, link: bool, now: int, /) -> None:
-        raise NotImplementedError
-
-    def receive_intact(self, port: int, frame: Any, link: bool, now: int, /) -> None:
-        """:meth:`receive` for a frame that reached *port* exactly as a node of the same
-        fault-free scheduler built it (``DELIVER_INTACT``): its CRCs are right by
-        construction, so a node may skip computing them.  By default: :meth:`receive`."""
-        self.receive(port, frame, link, now)
-
-    def wake(self, now: int, /) -> None:
-        raise NotImplementedError
-
-    def start(self, now: int, /) -> None:
-        raise NotImplementedError
-
-    def next_deadline(self) -> int | None:
-        return self.timers[0][0] if self.timers else None
-
-    def deadline(self) -> int:
-        """:meth:`next_deadline` as an int, :data:`INF` for none (the hot loop's: no
-        boxing; :class:`ibemu.fabric.node.Node` reads its typed timers)."""
-        return self.timers[0][0] if self.timers else INF
-
-
-class Capture(Protocol):
-    """A capture file: every frame as it starts on a link."""
-
-    def write(self, time_ns: int, frame: Any, link: bool, /) -> None: ...
-
-
-class PortCapture(Protocol):
-    """A capture that files every frame under the port it leaves from (a pcapng
-    interface per directed link, :class:`ibemu.capture.pcapng.LinkCapture`)."""
-
-    def write_port(self, node: Any, port: int, time_ns: int, frame: Any, link: bool, /) -> None: ...
-
-
-class FaultyLink(Protocol):
-    """The fault injector of a directed link (:class:`ibemu.fabric.faults.LinkFaultInjector`)."""
-
-    def transmit(self, now: int, frame: Any, link: bool = False, /) -> list[Any]: ...
-
-    def accept(self, seq: int, /) -> bool: ...
-
-
-class Event(Ordered):
-    """One scheduled event ``(time, seq, kind, node, port, frame, link)`` (the module
-    text).  The heap orders events by (time, seq), *seq* derived from the model
-    (:func:`order`); a native object compares its two ints directly and holds them
-    unboxed (:mod:`.heap`).  ``event[i]`` reads the i-th field, as a tuple's would."""
-    __slots__ = ("kind", "node", "port", "frame", "link")
-
-    def __init__(self, time: int, seq: int, kind: int, node: SimNode, port: int, frame: Any,
-                 link: Any) -> None:
-        self.time = time
-        self.seq = seq
-        self.kind = kind
-        self.node = node
-        self.port = port
-        self.frame = frame
-        self.link = link
-
-    def __getitem__(self, i: int) -> Any:
-        return (self.time, self.seq, self.kind, self.node, self.port, self.frame, self.link)[i]
-
-    def __len__(self) -> int:
-        return 7
-
-
-class PortPeer:
-    """Where a port's frames go: the *peer* node's *pport* after *prop* ps (through *inj*,
-    a faulty link, when given).  *pid* is the peer's node index; *sent* counts the frames
-    sent on the directed link (their link sequence numbers).  ``peer[i]`` reads (peer,
-    pport, prop, inj)[i]."""
-    __slots__ = ("peer", "pport", "prop", "inj", "pid", "sent")
-
-    def __init__(self, peer: SimNode, pport: int, prop: int, inj: FaultyLink | None) -> None:
-        self.peer = peer
-        self.pport = pport
-        self.prop = prop
-        self.inj = inj
-        self.pid = peer.sched_id
-        self.sent = 0
-
-    def __getitem__(self, i: int) -> Any:
-        return (self.peer, self.pport, self.prop, self.inj)[i]
-
-
-Peer = PortPeer
-"""(Kept name.)"""
-
 
 class Scheduler:
     """The heap, the dispatch and the deadline bookkeeping of a set of *nodes*.
