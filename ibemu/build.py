@@ -145,6 +145,8 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
     for h in scn.hcas:
         nodes[h.name] = node_class(scn.cc, h.name)(h.name, h.lid, h.params, recorder)
         nodes[h.name].lmc = scn.routing.lmc
+    for index, node in enumerate(nodes.values()):
+        node.sched_id = index           # the node field of its events' keys (sim.scheduler.order)
 
     def vls_of(name):
         spec = sw_specs.get(name)

@@ -106,7 +106,7 @@ def _cmd_run(args) -> int:
     if args.clock == "wall":
         from .runtime.commands import cmd_run_wall
         status = cmd_run_wall(args, scn)
-        if args.report and status in (0, 4):    # 4: written, but beyond the slip budget
+        if args.report and status in (0, 4):    # 4: written, but invalid (ibemu.runtime.verdict)
             _report(args.out, None, args.quiet)
         return status
     result = run_virtual(scn, out_dir=args.out, pcap=args.pcap,
@@ -391,9 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a scenario and write its output folder",
                        epilog="exit status: 0 done; 1 a failed run or an output that cannot be written; "
-                              "2 bad input; 4 wall clock: the run is invalid, beyond its slip budget "
-                              "(--lag-budget, --slip-budget; results written with \"valid\": false; "
-                              "--allow-late exits 0); 130 interrupted")
+                              "2 bad input; 4 wall clock: the run is invalid (--sync exact: a broken promise or a "
+                              "lost datagram; --sync free: strayed further than the fabric's time-scale; results "
+                              "written with \"valid\": false; --allow-late exits 0); 130 interrupted")
     r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/quickstart.toml, or the name "
                                     "of a shipped scenario, e.g. quickstart")
     r.add_argument("--clock", choices=["virtual", "wall"], default="virtual",

@@ -122,7 +122,8 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     fabric = build_fabric(scn, metrics)
     metrics.add_links(fabric.link_capacity)
     metrics.add_flow_capacity(fabric.flow_capacity)
-    capture = open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen) if pcap else None
+    capture = (open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen, canonical=True)
+               if pcap else None)
     engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, None,
                            faults=engine_faults(fabric.injectors))
     if capture is not None:

@@ -34,10 +34,11 @@ from .mad import (
     SwitchPortCongestionElement,
     SwitchPortCongestionSetting,
 )
-from .shim import IBEmu, bind_udp_ports
+from .shim import IBEmu, IBEmuSync, bind_udp_ports
 
 __all__ = ["LRH", "GRH", "BTH", "RDETH", "DETH", "RETH", "AtomicETH", "AETH",
            "AtomicAckETH", "ImmDt", "IETH", "EXT_LAYERS", "IBLink", "IBEmu",
+           "IBEmuSync",
            "bind_udp_ports", "aeth_syndrome_text", "MAD", "PerfMgt", "CCMgt", "PortCounters",
            "PortCountersExtended", "SwitchCongestionSetting", "SwitchPortCongestionElement",
            "SwitchPortCongestionSetting", "CACongestionEntry", "CACongestionSetting", "CCTEntry",

@@ -21,11 +21,23 @@ from hypothesis import strategies as st
 from scapy.layers.inet import UDP
 from scapy.packet import Raw, raw
 
-from ibemu.layers import BTH, EXT_LAYERS, GRH, LRH, IBEmu, IBLink
+from ibemu.layers import BTH, EXT_LAYERS, GRH, LRH, IBEmu, IBEmuSync, IBLink
+from ibemu.runtime.syncproto import FOREVER, PHASE_A, PHASE_B, decode, encode
 from ibemu.wire import codec
 from ibemu.wire.linkpkt import build_link, link_crc_ok, parse_link
 from ibemu.wire.opcodes import OPCODES
-from ibemu.wire.shim import DEFAULT_PORT_BASE, KIND_LINK, KIND_PACKET, SHIM_LEN, pack_shim, unpack_shim
+from ibemu.wire.shim import (
+    DEFAULT_PORT_BASE,
+    KIND_LINK,
+    KIND_PACKET,
+    KIND_SYNC,
+    MAX_SHIM_DEPTH,
+    SHIM_LEN,
+    VERSION,
+    pack_shim,
+    shim_depth,
+    unpack_shim,
+)
 
 ALL_OPCODES = sorted(OPCODES)
 
@@ -359,45 +371,79 @@ def test_link_packet_wrong_length():
 # ----------------------------------------------------------------- UDP shim
 
 @settings(max_examples=200, deadline=None)
-@given(kind=st.sampled_from([KIND_PACKET, KIND_LINK]), seq=bits(32), time_ns=bits(64))
-def test_shim_agrees(kind, seq, time_ns):
-    c = pack_shim(kind, seq, time_ns)
+@given(kind=st.sampled_from([KIND_PACKET, KIND_LINK, KIND_SYNC]), seq=bits(32), time_ps=bits(64),
+       depth=st.integers(0, MAX_SHIM_DEPTH))
+def test_shim_agrees(kind, seq, time_ps, depth):
+    c = pack_shim(kind, seq, time_ps, depth=depth)
     assert len(c) == SHIM_LEN
-    assert raw(IBEmu(kind=kind, seq=seq, time_ns=time_ns)) == c
+    assert raw(IBEmu(kind=kind, depth=depth, seq=seq, time_ps=time_ps)) == c
     s = IBEmu(c)
-    assert (s.magic, s.version, s.kind, s.seq, s.time_ns) == (b"iB", 1, kind, seq, time_ns)
-    assert unpack_shim(c) == (kind, seq, time_ns)
+    assert (s.magic, s.version, s.depth, s.kind, s.seq, s.time_ps) == \
+        (b"iB", VERSION, depth, kind, seq, time_ps)
+    assert VERSION == 2
+    assert unpack_shim(c) == (kind, seq, time_ps)
+    assert shim_depth(c) == depth
     assert raw(s) == c
 
 
+def test_shim_depth_is_capped_and_leaves_the_kind_alone():
+    c = pack_shim(KIND_LINK, 1, 2, depth=MAX_SHIM_DEPTH + 10)
+    assert shim_depth(c) == MAX_SHIM_DEPTH == IBEmu(c).depth
+    assert unpack_shim(c)[0] == KIND_LINK == IBEmu(c).kind
+    assert c[3] == (MAX_SHIM_DEPTH << 2) | KIND_LINK      # flags = depth << 2 | kind
+
+
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), seq=bits(32), time_ns=bits(64))
-def test_shim_datagrams_dissect_to_the_frame(data, seq, time_ns):
+@given(data=st.data(), seq=bits(32), time_ps=bits(64), depth=st.integers(0, MAX_SHIM_DEPTH))
+def test_shim_datagrams_dissect_to_the_frame(data, seq, time_ps, depth):
     """UDP / IBEmu / LRH ... or IBLink: the layers the Scapy bindings give a datagram."""
     if data.draw(st.booleans()):
         opcode = data.draw(st.sampled_from(ALL_OPCODES))
         f = data.draw(packet_fields(opcode))
         frame, kind, inner = bytes(codec_build(f)), KIND_PACKET, LRH
-        built = IBEmu(kind=kind, seq=seq, time_ns=time_ns) / scapy_packet(f)
+        built = IBEmu(kind=kind, depth=depth, seq=seq, time_ps=time_ps) / scapy_packet(f)
     else:
         link = (data.draw(bits(4)), data.draw(bits(12)), data.draw(bits(4)), data.draw(bits(12)))
         frame, kind, inner = build_link(*link), KIND_LINK, IBLink
-        built = IBEmu(seq=seq, time_ns=time_ns) / IBLink(op=link[0], fctbs=link[1],
-                                                           vl=link[2], fccl=link[3])
-    dgram = pack_shim(kind, seq, time_ns) + frame
+        built = IBEmu(depth=depth, seq=seq, time_ps=time_ps) / IBLink(
+            op=link[0], fctbs=link[1], vl=link[2], fccl=link[3])
+    dgram = pack_shim(kind, seq, time_ps, depth=depth) + frame
     assert raw(built) == dgram        # the IBEmu->inner binding sets kind
     s = IBEmu(dgram)
     assert inner in s and raw(s[inner]) == frame
     u = UDP(raw(UDP(sport=DEFAULT_PORT_BASE + 1, dport=DEFAULT_PORT_BASE + 7) / dgram))
     assert IBEmu in u and inner in u and raw(u[inner]) == frame
-    assert unpack_shim(dgram) == (kind, seq, time_ns)
+    assert unpack_shim(dgram) == (kind, seq, time_ps)
+    assert shim_depth(dgram) == depth
+
+
+@settings(max_examples=100, deadline=None)
+@given(phase=st.sampled_from([PHASE_A, PHASE_B]), step=bits(8), rnd=bits(64), a=bits(64),
+       b=bits(64), c=bits(64))
+def test_sync_datagrams_dissect_to_the_message(phase, step, rnd, a, b, c):
+    """A kind-2 datagram carries one exact-clock message and no frame: UDP / IBEmu /
+    IBEmuSync, with the fields :func:`ibemu.runtime.syncproto.decode` reads."""
+    msg = encode(phase, rnd, a, b, c, step)
+    dgram = pack_shim(KIND_SYNC, 0, 0) + msg
+    built = IBEmu() / IBEmuSync(phase=phase, step=step, round=rnd, a=a, b=b, c=c)
+    assert raw(built) == dgram        # the IBEmu->IBEmuSync binding sets kind 2
+    u = UDP(raw(UDP(sport=DEFAULT_PORT_BASE + 1, dport=DEFAULT_PORT_BASE + 7) / dgram))
+    assert IBEmu in u and IBEmuSync in u and LRH not in u and IBLink not in u
+    m = u[IBEmuSync]
+    assert (m.phase, m.step, m.round, m.a, m.b, m.c) == decode(msg) == (
+        phase, step, rnd, min(a, FOREVER), b, c)
+    assert unpack_shim(dgram) == (KIND_SYNC, 0, 0)
 
 
 def test_shim_rejects_foreign_datagrams():
     for bad in (b"xx" + bytes(14), pack_shim(KIND_PACKET, 1, 2)[:15],
-                b"iB\x02\x00" + bytes(12), b"iB\x01\x07" + bytes(12)):
+                b"iB\x01\x00" + bytes(12),             # version 1 (time in ns) is not read
+                b"iB\x03\x00" + bytes(12),             # nor a version to come
+                b"iB\x02\x03" + bytes(12),             # kind 3 is none
+                b"iB\x02\xff" + bytes(12)):
         with pytest.raises(ValueError):
             unpack_shim(bad)
+    assert unpack_shim(b"iB\x02\xfe" + bytes(12))[0] == KIND_SYNC   # depth 63, kind 2
     assert not isinstance(IBEmu(b"xx" + bytes(14)), IBEmu)   # stays Raw without the magic
 
 

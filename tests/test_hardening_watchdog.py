@@ -21,6 +21,8 @@ import pytest
 
 from ibemu.errors import UserError
 from ibemu.runtime import controller, handover
+from ibemu.runtime.controller import SYNC_FILE
+from ibemu.runtime.syncshm import LINK_RECORD, worker_record
 from ibemu.runtime.worker import Heartbeat, describe_error
 from ibemu.runtime.workers import WallRunError, last_error_line, process_state
 from ibemu.scenario import load_scenario
@@ -83,9 +85,15 @@ def test_a_stopped_worker_is_reported_by_name_and_state_and_the_run_ends_with_pa
     assert res["extra"]["completed"] is False
     assert "T (stopped)" in res["extra"]["error"] and "pid %d" % pids[1] in res["extra"]["error"]
     assert res["summary"]["flows"]["f1"]["tx_packets"] > 0       # the other worker's part is kept
-    # the run folder holds data only (the workers' error output is text)
-    kinds = {f.suffix for f in out.rglob("*") if f.is_file()}
+    # the run folder holds data only (the workers' error output is text) ...
+    kinds = {f.suffix for f in out.rglob("*") if f.is_file() and f != out / "parts" / SYNC_FILE}
     assert kinds <= {".json", ".toml", ".csv", ".pcap", ".png", ".err"}, kinds
+    # ... and the exact clock's shared file (the default --sync exact, one host): nothing
+    # but its fixed-size records of integers, as many as its placement beside it says
+    meta = json.loads((out / "parts" / (SYNC_FILE + ".json")).read_text())
+    assert (out / "parts" / SYNC_FILE).stat().st_size == \
+        LINK_RECORD * max(1, meta["links"]) + worker_record(len(meta["groups"])) * len(meta["groups"])
+    assert sorted(n for g in meta["groups"] for n in g) == ["H1", "H2", "H3", "S"]
 
 
 class _Sink:

@@ -36,7 +36,7 @@ from ibemu.scenario import HCASpec, LinkSpec, Scenario, SwitchSpec, load_scenari
 from ibemu.units import PS_PER_MS
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
-from ibemu.wire.shim import pack_shim
+from ibemu.wire.shim import pack_shim, unpack_shim
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,8 +122,10 @@ def test_datagrams_from_strangers_are_counted_and_do_not_disturb_the_run(tmp_pat
         'scenario.duration="2ms"', 'flow[0].pattern="messages"', "flow[0].count=300",
         'flow[1].pattern="messages"', "flow[1].count=200"])
     out = tmp_path / "run"
-    th, box = _start_run(dict(scn=scn, workers=2, dilation=1000, out_dir=out, keep_parts=True,
-                              progress=False, integrity=True))
+    # every link a cut link: under the exact clock (the default) a link inside one worker
+    # is routed in memory and its sockets are not read, so strangers there go uncounted
+    th, box = _start_run(dict(scn=scn, place=[["H1", "H2", "H3"], ["S"]], dilation=1000, out_dir=out,
+                              keep_parts=True, progress=False, integrity=True))
     sent = {}
     stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -193,7 +195,8 @@ def test_fuzz_frames_are_each_counted_where_expected():
             d = fuzzpeer.make(rng, kind, i + 1, dlid=2, slid=4)
             where = fuzzpeer.EXPECT[kind]
             if where == "bad_datagrams":
-                assert len(d) < 16 or d[:2] != b"iB" or d[2] != 1 or d[3] > 1, kind
+                with pytest.raises(ValueError):         # not an ibemu datagram
+                    unpack_shim(d)
                 continue
             before = dict(sw.counters), dict(b.counters)
             sw.outbox.clear()
@@ -216,8 +219,10 @@ def test_fuzz_frames_are_each_counted_where_expected():
 def test_a_hostile_peer_cannot_disturb_a_running_emulation(tmp_path):
     scn = fuzz_scenario()
     out = tmp_path / "run"
+    # sync="free": the fuzzer does not speak the exact clock's protocol (an external
+    # peer that does not must run free: the exact workers would wait for its promises)
     th, box = _start_run(dict(scn=scn, workers=2, dilation=250, out_dir=out, keep_parts=True,
-                              progress=False, integrity=True, external=["X"]))
+                              progress=False, integrity=True, external=["X"], sync="free"))
     fuzzer = None
     try:
         amap = _wait_map(out / "parts" / "addresses.toml", box)

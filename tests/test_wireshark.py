@@ -21,7 +21,17 @@ from ibemu.capture.erf import ErfPcapWriter
 from ibemu.sample import sample_frames, write_sample
 from ibemu.wire.codec import parse
 from ibemu.wire.linkpkt import build_link, parse_link
-from ibemu.wire.shim import DEFAULT_PORT_BASE, KIND_LINK, KIND_PACKET, pack_shim
+from ibemu.runtime.syncproto import PHASE_A, PHASE_B, encode
+from ibemu.wire.shim import (
+    DEFAULT_PORT_BASE,
+    KIND_LINK,
+    KIND_PACKET,
+    KIND_SYNC,
+    MAX_SHIM_DEPTH,
+    VERSION,
+    pack_shim,
+    seal,
+)
 
 pytestmark = pytest.mark.wireshark
 
@@ -29,6 +39,7 @@ PLUGIN = Path(__file__).resolve().parents[1] / "layers" / "wireshark" / "ibemu.l
 LUA = ("-X", "lua_script:%s" % PLUGIN)
 TIMEOUT = 20          # seconds, for every tshark run
 START_NS, GAP_NS = 1_000, 2_068   # write_sample's defaults, reused for the UDP shim times
+PS_PER_NS = 1_000                 # the shim carries picoseconds (version 2, issue 27)
 
 OP_CNP = 0x80         # tshark 4.0 does not know it: no ICRC/VCRC fields for it
 
@@ -101,7 +112,9 @@ IB_FIELDS = list(ib_expected(sample_frames()[0][2]))
 CN_FIELDS = ["ibemu.fecn", "ibemu.becn"]
 LINK_FIELDS = ["ibemu_link.op", "ibemu_link.fctbs", "ibemu_link.vl", "ibemu_link.fccl",
                "ibemu_link.lpcrc", "ibemu_link.lpcrc_ok"]
-SHIM_FIELDS = ["ibemu.kind", "ibemu.seq", "ibemu.time_ns"]
+SHIM_FIELDS = ["ibemu.version", "ibemu.kind", "ibemu.depth", "ibemu.seq", "ibemu.time_ps"]
+SYNC_FIELDS = ["ibemu.sync.phase", "ibemu.sync.step", "ibemu.sync.round", "ibemu.sync.a",
+               "ibemu.sync.b", "ibemu.sync.c"]
 
 
 def _value(field: str, text: str):
@@ -112,6 +125,8 @@ def _value(field: str, text: str):
         return ipaddress.IPv6Address(text)
     if field == "infiniband.immdt":      # FT_BYTES, printed as hex digits
         return int(text.replace(":", ""), 16)
+    if field == "ibemu.tag":             # FT_BYTES too
+        return bytes.fromhex(text.replace(":", ""))
     return int(text, 0)                  # decimal, 0x-hex, booleans as 0/1
 
 
@@ -144,10 +159,21 @@ def numbered(sample):
     return [(i + 1, label, link, frame) for i, (label, link, frame) in enumerate(sample)]
 
 
+def shim_time_ps(i: int) -> int:
+    """The shim time of the sample's frame *i*: write_sample's time, in picoseconds, plus
+    *i* ps so that a reading in ns (the old version) or a dropped digit shows."""
+    return (START_NS + i * GAP_NS) * PS_PER_NS + i
+
+
+def shim_depth(i: int) -> int:
+    """The depth the sample's frame *i* carries: every value of the 6 bits in turn."""
+    return (i * 7) % (MAX_SHIM_DEPTH + 1)
+
+
 def udp_datagrams(sample):
     """(shim + frame) payloads, one per sample frame: seq = index, time as write_sample."""
-    return [pack_shim(KIND_LINK if link else KIND_PACKET, i, START_NS + i * GAP_NS) + bytes(frame)
-            for i, (_, link, frame) in enumerate(sample)]
+    return [pack_shim(KIND_LINK if link else KIND_PACKET, i, shim_time_ps(i), depth=shim_depth(i))
+            + bytes(frame) for i, (_, link, frame) in enumerate(sample)]
 
 
 def write_udp_pcap(path, sample, sport=DEFAULT_PORT_BASE, dport=DEFAULT_PORT_BASE + 1):
@@ -183,8 +209,9 @@ def check_plugin_rows(rows, sample, shim: bool):
         if shim:
             i = num - 1
             assert "ibemu" in protos, (label, protos)
-            assert (row["ibemu.kind"], row["ibemu.seq"], row["ibemu.time_ns"]) == \
-                (KIND_LINK if link else KIND_PACKET, i, START_NS + i * GAP_NS), label
+            assert {k: row[k] for k in SHIM_FIELDS} == {
+                "ibemu.version": VERSION, "ibemu.kind": KIND_LINK if link else KIND_PACKET,
+                "ibemu.depth": shim_depth(i), "ibemu.seq": i, "ibemu.time_ps": shim_time_ps(i)}, label
 
 
 def check_cn_filters(run_tshark, pcap, sample, *extra):
@@ -320,6 +347,39 @@ def test_plugin_udp_decode_as_and_rejects_others(run_tshark, tmp_path):
         assert selected(run_tshark, pcap, "_ws.malformed && ibemu", *LUA, *extra) == set()
 
 
+def test_plugin_udp_sync_messages(run_tshark, tmp_path):
+    """Kind 2, the exact clock's synchronisation messages: shown as ibemu.sync.* with
+    the values syncproto encoded, never handed to the InfiniBand dissector, with or
+    without the MAC tag; a version-1 shim is no longer taken for ibemu's."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    from scapy.utils import wrpcap
+    key = bytes(range(32))
+    msgs = [(PHASE_A, 0, 3, 17, 0, 0), (PHASE_B, 2, 3, 123_456_789, 42, 0b1011)]
+    payloads = [pack_shim(KIND_SYNC, 0, 0) + encode(ph, rnd, a, b, c, step)
+                for ph, step, rnd, a, b, c in msgs]
+    payloads.append(seal(key, payloads[1]))                         # as the runtime sends it
+    v1 = bytearray(pack_shim(KIND_PACKET, 5, 6) + bytes(sample_frames()[0][2]))
+    v1[2] = 1
+    payloads.append(bytes(v1))
+    pkts = [Ether() / IP(src="127.0.0.1", dst="127.0.0.1")
+            / UDP(sport=DEFAULT_PORT_BASE, dport=DEFAULT_PORT_BASE + 1) / Raw(d) for d in payloads]
+    pcap = tmp_path / "sync.pcap"
+    wrpcap(str(pcap), pkts)
+    rows = fields(run_tshark, pcap, ["ibemu.kind", "ibemu.tag", "infiniband.lrh.vl"] + SYNC_FIELDS, *LUA)
+    assert len(rows) == 4
+    for row, (ph, step, rnd, a, b, c) in zip(rows, msgs + [msgs[1]]):
+        assert "ibemu" in row["frame.protocols"], row
+        assert "infiniband" not in row["frame.protocols"], row
+        assert row["ibemu.kind"] == KIND_SYNC and row["infiniband.lrh.vl"] is None, row
+        assert [row[k] for k in SYNC_FIELDS] == [ph, step, rnd, a, b, c], row
+    assert [r["ibemu.tag"] is not None for r in rows[:3]] == [False, False, True]
+    assert selected(run_tshark, pcap, "ibemu", *LUA) == {1, 2, 3}       # not the version-1 one
+    assert selected(run_tshark, pcap, "_ws.malformed || _ws.lua.error", *LUA) == set()
+    assert selected(run_tshark, pcap, "_ws.expert.severity >= warning", *LUA) == set()
+
+
 def test_scapy_dissects_udp_capture(udp_sample):
     from scapy.layers.inet import IP, UDP
     from scapy.utils import rdpcap
@@ -331,8 +391,8 @@ def test_scapy_dissects_udp_capture(udp_sample):
     for i, (p, (label, link, frame)) in enumerate(zip(pkts, sample)):
         assert IP in p and UDP in p and IBEmu in p, label
         shim = p[IBEmu]
-        assert (shim.magic, shim.version, shim.kind, shim.seq, shim.time_ns) == \
-            (b"iB", 1, int(link), i, START_NS + i * GAP_NS), label
+        assert (shim.magic, shim.version, shim.kind, shim.depth, shim.seq, shim.time_ps) == \
+            (b"iB", VERSION, int(link), shim_depth(i), i, shim_time_ps(i)), label
         if link:
             op, fctbs, vl, fccl, crc = parse_link(frame)
             lp = p[IBLink]

@@ -120,11 +120,15 @@ class ErfPcapWriter:
                 self._f.flush()
                 os.fsync(self._f.fileno())
             self._f.close()
+            self._before_commit(self._tmp or self.path)
         except OSError as e:
             self.abort()
             raise OutputError.from_os(self.path, e) from None
         if self._tmp is not None:
             replace(self._tmp, self.path)
+
+    def _before_commit(self, path: str) -> None:
+        """The whole file is written and closed at *path* (a subclass may rewrite it)."""
 
     def __enter__(self) -> Self:
         return self

@@ -35,6 +35,8 @@ only that byte order, which is what ibemu writes; other files are read by
 """
 from __future__ import annotations
 
+import mmap
+import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -67,6 +69,8 @@ TSRESOL_NS = 9                      # if_tsresol: 10^-9 s
 MAX_SNAPLEN = 65535
 
 _BLOCK = struct.Struct("<II")
+_BLOCK_HEAD = _BLOCK
+_EPB_HEAD = struct.Struct("<III")   # interface, ts high, ts low (after type and length)
 _EPB = struct.Struct("<IIIIIII")    # type, total length, interface, ts high, ts low, caplen, origlen
 _ERF = struct.Struct("<QBB")
 _ERF_TAIL = struct.Struct(">HHH")
@@ -116,7 +120,8 @@ class PcapngWriter(ErfPcapWriter):
     """
 
     def __init__(self, path: StrPath, interfaces: Sequence[str], snaplen: int | None = None,
-                 buffer_bytes: int = 1 << 20, atomic: bool = True) -> None:
+                 buffer_bytes: int = 1 << 20, atomic: bool = True, canonical: bool = False) -> None:
+        self.canonical = canonical
         self.snaplen = check_snaplen(snaplen)
         self.interfaces = list(interfaces)
         if not self.interfaces:
@@ -141,6 +146,51 @@ class PcapngWriter(ErfPcapWriter):
         self._size += total
         if self._size >= self._limit:
             self.flush()
+
+
+    def _before_commit(self, path: str) -> None:
+        if self.canonical:
+            canonical_order(path)
+
+
+def _epb_keys(m: Any) -> tuple[int, list[tuple[int, int, int, int]]]:
+    """The end of the header blocks and (time_ns, interface, offset, length) of every EPB."""
+    n = len(m)
+    off, head_end = 0, 0
+    out: list[tuple[int, int, int, int]] = []
+    while off + 12 <= n:
+        btype, blen = _BLOCK_HEAD.unpack_from(m, off)
+        if blen < 12 or off + blen > n:
+            break
+        if btype == EPB_TYPE:
+            iface, hi, lo = _EPB_HEAD.unpack_from(m, off + 8)
+            out.append(((hi << 32) | lo, iface, off, blen))
+        elif not out:
+            head_end = off + blen
+        off += blen
+    return head_end, out
+
+
+def canonical_order(path: StrPath) -> None:
+    """Put a pcapng capture's records in the canonical order (issue 27): by timestamp,
+    then by interface (directed link), each link's records keeping their order.  The
+    order a frame was written in among other links' frames of the same nanosecond is an
+    accident of which process wrote it; this one is a function of the run, so the
+    virtual clock's capture and a wall-clock run's merged parts are the same bytes."""
+    with open(path, "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        with mmap.mmap(f.fileno(), 0) as m:
+            head_end, recs = _epb_keys(m)
+            keys = [(t, i) for t, i, _o, _n in recs]
+            if all(keys[k] <= keys[k + 1] for k in range(len(keys) - 1)):
+                return
+            order = sorted(recs, key=lambda r: (r[0], r[1]))      # stable: a link's own order
+            data = b"".join([bytes(m[:head_end])] + [m[o:o + n] for _t, _i, o, n in order])
+        f.seek(0)
+        f.write(data)
+        f.truncate()
 
 
 def header_blocks(interfaces: Sequence[str], snaplen: int | None) -> bytes:
@@ -190,10 +240,12 @@ def link_interfaces(link_ends: Mapping[str, tuple[str, int, str, int]],
 
 
 def open_link_capture(path: StrPath, link_ends: Mapping[str, tuple[str, int, str, int]],
-                      nodes: Mapping[str, Any], snaplen: int | None = None) -> LinkCapture:
-    """A :class:`LinkCapture` writing *path*, one interface per directed link."""
+                      nodes: Mapping[str, Any], snaplen: int | None = None,
+                      canonical: bool = False) -> LinkCapture:
+    """A :class:`LinkCapture` writing *path*, one interface per directed link (in the
+    canonical order, :func:`canonical_order`, when *canonical*: a whole run's capture)."""
     names, ports = link_interfaces(link_ends, nodes)
-    return LinkCapture(PcapngWriter(path, names, snaplen), ports)
+    return LinkCapture(PcapngWriter(path, names, snaplen, canonical=canonical), ports)
 
 
 def read_capture(path: StrPath) -> Iterator[Record]:

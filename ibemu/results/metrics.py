@@ -297,8 +297,17 @@ class Metrics(Recorder):
             for name, v in values.items():
                 self.counter(node, name, v)
         for kind, key, tr in data.get("traces", ()):
-            self.traces.setdefault((kind, key), []).extend((t, v) for t, v in tr)
-            self.traces[(kind, key)].sort(key=lambda tv: tv[0])
+            # every worker builds the whole fabric, so each records a trace's build-time
+            # points; the worker that runs its node records them and the rest: a part
+            # whose points another part already has adds nothing (issue 27: the merged
+            # traces are the virtual clock's)
+            theirs = [(t, v) for t, v in tr]
+            mine = self.traces.get((kind, key))
+            if mine is None or _contains(theirs, mine):
+                self.traces[(kind, key)] = theirs
+            elif not _contains(mine, theirs):
+                mine.extend(theirs)
+                mine.sort(key=lambda tv: tv[0])
         if data.get("events"):
             self.events = sorted(self.events + [tuple(e) for e in data["events"]], key=lambda e: e[0])
         times = data.get("port_times") or []
@@ -493,3 +502,15 @@ class Metrics(Recorder):
         """Totals and rates of the run, and over [t_from, t_to] when either is given
         (:func:`ibemu.results.summary.summarize`)."""
         return summarize(self, t_from, t_to)
+
+
+def _contains(big: list[tuple[int, Any]], small: list[tuple[int, Any]]) -> bool:
+    """Whether every point of *small* is in *big* (as many times)."""
+    pool: dict[tuple[int, Any], int] = {}
+    for p in big:
+        pool[p] = pool.get(p, 0) + 1
+    for p in small:
+        if not pool.get(p):
+            return False
+        pool[p] -= 1
+    return True

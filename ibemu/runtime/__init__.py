@@ -14,7 +14,7 @@ The only package of ibemu that imports trio and socket.
 - :mod:`.collect`    the run's result from the workers' parts (:class:`~.collect.WallResult`)
 - :mod:`.merge`      merging the workers' series, counters and captures
 - :mod:`.report`     the runtime's summary lines
-- :mod:`.pace`       the slip budget's verdict on a run, and the paced mode (``--pace together``)
+- :mod:`.verdict`    the verdict on a wall-clock run (exact, or free against the fabric's time-scale)
 - :mod:`.mgmt`       live management MADs into a running emulation
 - :mod:`.fidelity`   ``ibemu fidelity``: both clocks compared
 - :mod:`.commands`   ``ibemu run --clock wall``, ``ibemu node``, ``ibemu fidelity``

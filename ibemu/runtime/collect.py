@@ -17,7 +17,7 @@ from ..results import write_outputs
 from ..run import RunResult, lids_of
 from ..scenario import Scenario
 from .merge import merge_captures, merge_counters, merge_metrics, merge_runtime, new_metrics, read_part
-from .pace import Budget, verdict
+from .verdict import verdict
 from .workers import Worker
 
 
@@ -32,11 +32,11 @@ class WallResult(RunResult):
     error: str | None = None
     credit_problems: list[str] | None = None    # credit_problems() of the workers' reports
     integrity: dict[str, Any] | None = None     # merged PayloadCheck records (integrity=True)
-    validity: dict[str, Any] = field(default_factory=dict)  # pace.verdict(): valid, reason, lag, slip
+    validity: dict[str, Any] = field(default_factory=dict)  # verdict.verdict(): valid, reason, figures
 
     @property
     def valid(self) -> bool:
-        """Whether the run stayed within its slip budget (issue 16 Deliver 5)."""
+        """The verdict (:mod:`.verdict`): exact and complete, or free within the fabric's time-scale."""
         return bool(self.validity.get("valid", True))
 
 
@@ -47,8 +47,8 @@ class Outcome:
     wall_seconds: float
     interrupted: bool = False
     failed: Worker | None = None            # the worker that died
-    pace: str = "free"                      # --pace (issue 16): free or together
-    pause_s: float = 0.0                    # together: the shared pause at the end (wall s)
+    sync: str = "exact"                     # --sync (issue 27): exact or free
+    time_scale_ps: int = 0                  # free: the smallest packet's time on a cut link
 
     @property
     def error(self) -> str | None:
@@ -59,11 +59,10 @@ class Outcome:
 
 def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float, port_base: int,
             pcap: str | Path | None = None, window: tuple[int, int] | None = None,
-            integrity: bool = False, out: Path | None = None, budget: Budget | None = None,
-            who: str = "worker") -> WallResult:
+            integrity: bool = False, out: Path | None = None, who: str = "worker") -> WallResult:
     """Merge the workers' parts into a :class:`WallResult`; with *out*, write the output
     folder (results.json says ``"completed": false`` when the run did not end well, and
-    ``"valid": false`` with ``validity`` when it strayed beyond *budget*: :func:`.pace.verdict`,
+    ``"valid": false`` with ``validity`` when the verdict says so: :func:`.verdict.verdict`,
     whose reason calls a worker *who*)."""
     ws = outcome.workers
     parts = [w.data or read_part(w.part) for w in ws]     # the file: a worker that died late
@@ -72,10 +71,8 @@ def collect(scn: Scenario, fabric: Fabric, outcome: Outcome, *, dilation: float,
     metrics.add_flow_capacity(fabric.flow_capacity)
     merge_metrics(metrics, [p for p in parts if p])
     runtime = merge_runtime([(w.index, w.nodes) for w in ws], parts, dilation, port_base)
-    runtime["pace"] = outcome.pace
-    if outcome.pace != "free":
-        runtime["pause_s"] = outcome.pause_s
-    validity = verdict(runtime, budget, who)
+    runtime["sync"] = outcome.sync
+    validity = verdict(runtime, outcome.sync, outcome.time_scale_ps, who)
     completed = (not outcome.interrupted and outcome.failed is None
                  and all(p and p["completed"] for p in parts))
     error = outcome.error

@@ -1,7 +1,8 @@
 """The command-line side of the runtime: ``ibemu run --clock wall``, ``ibemu node`` and
 ``ibemu fidelity`` (issue 4 items 2, 4, 6).  Bad input gives one line and exit 2
-(:class:`~ibemu.errors.UserError`); a failed run exits 1, Ctrl-C 130; a run beyond its
-slip budget exits 4 (:data:`ibemu.runtime.pace.EXIT_INVALID`) unless ``--allow-late``.
+(:class:`~ibemu.errors.UserError`); a failed run exits 1, Ctrl-C 130; an invalid run
+(:mod:`ibemu.runtime.verdict`) exits 4 (:data:`ibemu.runtime.verdict.EXIT_INVALID`) unless
+``--allow-late``.
 """
 from __future__ import annotations
 
@@ -15,14 +16,12 @@ from typing import TYPE_CHECKING, TypeAlias
 from ..core import core_kind
 from ..errors import UserError
 from ..resources import lua_plugin, scenario_names, scenario_source
-from ..units import parse_time
 from ..validate import cli_number
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
-    from .pace import Budget
 
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -40,22 +39,9 @@ def _dilation(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _positive_time(ps: int) -> str | None:
-    return None if ps > 0 else "must be positive"
-
-
-# --lag-budget / --slip-budget / --pace-bound: a positive emulated time, e.g. 1ms or 200us
-_budget_time = cli_number(parse_time, "an emulated time such as 1ms or 200us", _positive_time)
-
-
-def _budget(args: argparse.Namespace) -> Budget:
-    from .pace import Budget
-    return Budget(lag_ps=args.lag_budget, slip_ps=args.slip_budget)
-
-
 def _exit_status(result_validity: dict[str, object], allow_late: bool) -> int:
-    """0, or :data:`~ibemu.runtime.pace.EXIT_INVALID` for an invalid run not allowed late."""
-    from .pace import EXIT_INVALID
+    """0, or :data:`~ibemu.runtime.verdict.EXIT_INVALID` for an invalid run not allowed late."""
+    from .verdict import EXIT_INVALID
     return 0 if result_validity.get("valid", True) or allow_late else EXIT_INVALID
 
 
@@ -84,15 +70,15 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
     p.add_argument("--place", type=_placement, default=None, metavar="NODES/NODES/...",
                    help="wall clock: which worker runs which nodes, a group per worker, e.g. "
                         "'A,B,L1,L2/BC' (every node once; sets --workers).  Default: each switch with "
-                        "its HCAs, balanced over the workers; a frame between workers arrives late, "
-                        "so keep competing flows' switches and sources together (README)")
+                        "its HCAs, balanced over the workers.  With --sync exact the results do not "
+                        "depend on it; the speed may")
     p.add_argument("--dilation", type=_dilation, default=DEFAULT_DILATION,
                    help="wall clock: wall seconds per emulated second (default %d)" % DEFAULT_DILATION)
     p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
                    help="wall clock: first UDP port to try (default %d)" % DEFAULT_PORT_BASE)
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="wall clock: do not ask for real-time scheduling for the workers")
-    add_validity_options(p, pace=True)
+    add_validity_options(p, sync=True)
     if watchdog:
         from .workers import WATCHDOG
         p.add_argument("--watchdog", type=_watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
@@ -100,29 +86,21 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
                             "and the run stops with partial results (default %g)" % WATCHDOG)
 
 
-def add_validity_options(p: argparse.ArgumentParser, pace: bool) -> None:
-    """--lag-budget / --slip-budget / --allow-late, and with *pace* --pace / --pace-bound
-    (one host's workers sharing a pause file): ``run``, ``fidelity``, ``node --mpi``."""
-    from .pace import LAG_BUDGET_PS, PACE_BOUND_PS, PACE_MODES, SLIP_BUDGET_PS, format_time
-    v = p.add_argument_group("wall clock: validity (issue 16; the README's \"Never silently wrong\")")
-    v.add_argument("--lag-budget", type=_budget_time, default=LAG_BUDGET_PS, metavar="TIME",
-                   help="the run is invalid when a worker falls further behind the wall clock than this "
-                        "(emulated time, default %s)" % format_time(LAG_BUDGET_PS))
-    v.add_argument("--slip-budget", type=_budget_time, default=SLIP_BUDGET_PS, metavar="TIME",
-                   help="the run is invalid when a frame between processes arrives further behind its "
-                        "receiver than this (emulated time, default %s)" % format_time(SLIP_BUDGET_PS))
+def add_validity_options(p: argparse.ArgumentParser, sync: bool = True) -> None:
+    """--sync and --allow-late (issue 27; the README's "One answer on both clocks"):
+    ``run``, ``fidelity``, ``node``."""
+    from .verdict import SYNC_MODES
+    v = p.add_argument_group("wall clock: synchronisation and validity (issue 27)")
+    if sync:
+        v.add_argument("--sync", choices=SYNC_MODES, default="exact",
+                       help="exact (default): the workers synchronise conservatively, so the results are "
+                            "the virtual clock's at any dilation and placement, and a machine too slow for "
+                            "--dilation runs slower; free: each worker keeps its own pace (live "
+                            "demonstrations; peers that do not speak the promises), judged against the "
+                            "fabric's time-scale")
     v.add_argument("--allow-late", action="store_true",
                    help="accept an invalid run: results.json still says \"valid\": false, but the exit "
                         "status is 0 (without it an invalid run exits 4)")
-    if not pace:
-        return
-    v.add_argument("--pace", choices=PACE_MODES, default="free",
-                   help="free: each worker keeps its own pace (default); together: every worker waits "
-                        "for a late one, so the run stays valid and takes longer")
-    v.add_argument("--pace-bound", type=_budget_time, default=PACE_BOUND_PS, metavar="TIME",
-                   help="--pace together: how far (emulated time) a worker may fall behind before every "
-                        "worker waits for it (default %s; larger is faster and less exact)"
-                        % format_time(PACE_BOUND_PS))
 
 
 def capture_hint(pcap: str | Path) -> str:
@@ -155,16 +133,16 @@ def cmd_run_wall(args: argparse.Namespace, scn: Scenario) -> int:
     from ..results import format_summary_table
     from ..results.summary import link_levels
     from .controller import run_wall
-    from .pace import format_verdict
     from .report import format_runtime_line
+    from .verdict import format_verdict
     from .workers import WallRunError
     out = args.out or "runs/%s" % scn.name
     try:
         result = run_wall(scn, out_dir=out, pcap=args.pcap, workers=args.workers,
                           dilation=args.dilation, progress=False if args.quiet else None,
                           port_base=args.port_base, announce=not args.quiet,
-                          realtime=args.realtime, watchdog=args.watchdog, pace=args.pace,
-                          budget=_budget(args), pace_bound=args.pace_bound, place=args.place)
+                          realtime=args.realtime, watchdog=args.watchdog, sync=args.sync,
+                          place=args.place)
     except WallRunError as e:
         print("ibemu run: %s" % e, file=sys.stderr)
         return 1
@@ -223,7 +201,11 @@ def add_node_parser(sub: Subparsers) -> None:
     m.add_argument("--watchdog", type=_watchdog_seconds, default=None, metavar="SECONDS",
                    help="--mpi: a worker silent this long counts as hung")
     m.add_argument("--no-plots", action="store_true", help="--mpi: skip the PNG plots")
-    add_validity_options(n, pace=False)
+    add_validity_options(n)
+    n.add_argument("--sync-file", help=argparse.SUPPRESS)       # one host's shared records (syncshm)
+    n.add_argument("--processes", type=_positive_int, default=2, metavar="N",
+                   help="--sync exact across hosts: how many processes run the scenario's nodes, counting "
+                        "this one and any external peer (default 2); every process must be given the same")
     n.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     n.add_argument("--part", help=argparse.SUPPRESS)
     n.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
@@ -231,8 +213,6 @@ def add_node_parser(sub: Subparsers) -> None:
     n.add_argument("--drop-link-every", type=int, default=0, help=argparse.SUPPRESS)
     n.add_argument("--faults-until", type=int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--check-integrity", action="store_true", help=argparse.SUPPRESS)
-    n.add_argument("--pace-file", help=argparse.SUPPRESS)        # the shared pause (--pace together)
-    n.add_argument("--pace-bound", type=int, default=None, help=argparse.SUPPRESS)
     n.set_defaults(func=cmd_node)
 
 
@@ -279,16 +259,16 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 def _node_mpi(args: argparse.Namespace) -> int:
     """``ibemu node`` as a rank of an MPI job (:mod:`.mpi`): exit 0, 1 when a rank's
-    worker failed (partial results), 2 bad input, 4 beyond the lag or slip budget
-    without ``--allow-late`` (every rank the same status)."""
+    worker failed (partial results), 2 bad input, 4 invalid (:mod:`.verdict`) without
+    ``--allow-late`` (every rank the same status)."""
     from .launcher import shield_rank, under_mpi
     if under_mpi():                     # first: it forks (see there: a rank process that dies)
         shield_rank()
     from ..results import format_summary_table
     from ..results.summary import link_levels
     from .mpi import end_orphaned, run_mpi
-    from .pace import format_verdict
     from .report import format_runtime_line
+    from .verdict import format_verdict
     from .workers import WATCHDOG, WallRunError
     scn = _load(args)
     if args.no_plots:
@@ -297,7 +277,7 @@ def _node_mpi(args: argparse.Namespace) -> int:
     try:
         run = run_mpi(scn, out_dir=out, pcap=args.pcap, dilation=args.dilation, port_base=args.port_base,
                       iface=args.iface, realtime=args.realtime, watchdog=args.watchdog or WATCHDOG,
-                      budget=_budget(args), allow_late=args.allow_late)
+                      sync=args.sync, allow_late=args.allow_late)
     except WallRunError as e:
         print("ibemu node: %s" % e, file=sys.stderr)
         return 1
@@ -323,7 +303,7 @@ def _node_mpi(args: argparse.Namespace) -> int:
     if run.orphaned:
         end_orphaned(run.status)
     if run.validity and not run.message:
-        print(format_verdict(run.validity, args.allow_late, together=False),
+        print(format_verdict(run.validity, args.allow_late),
               file=sys.stdout if run.validity["valid"] else sys.stderr)
     return run.status
 
@@ -372,16 +352,12 @@ def _node(args: argparse.Namespace) -> int:
     if args.out and not part:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         part = str(Path(args.out) / ("node-%s.json" % "_".join(names)))
-    pacer = None
-    if args.pace_file:
-        from .pace import Pacer, SharedPause
-        pacer = Pacer(SharedPause(args.pace_file), *([args.pace_bound] if args.pace_bound else []))
     try:
         data = run_worker(scn, names, amap, args.dilation, part=part, pcap=args.pcap,
                           control=args.control, start_at=start_at, parent=args.parent,
                           drop_link_every=args.drop_link_every, realtime=args.realtime,
                           faults_until=args.faults_until, integrity=args.check_integrity, key=key,
-                          pace=pacer)
+                          sync=args.sync, sync_file=args.sync_file, processes=args.processes)
     except UserError as e:
         if args.control:
             import json
@@ -389,9 +365,6 @@ def _node(args: argparse.Namespace) -> int:
         raise
     except KeyboardInterrupt:
         return 130
-    finally:
-        if pacer is not None:
-            pacer.close()
     if not args.control:
         print(format_node_summary(scn, names, data))
         if part:
@@ -422,9 +395,8 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     scn = _load(args)
     try:
         report = compare(scn, args.dilation, workers=args.workers, out_dir=args.out,
-                         port_base=args.port_base, realtime=args.realtime, pace=args.pace,
-                         budget=_budget(args), allow_late=args.allow_late, pace_bound=args.pace_bound,
-                         place=args.place)
+                         port_base=args.port_base, realtime=args.realtime, sync=args.sync,
+                         allow_late=args.allow_late, place=args.place)
     except WallRunError as e:
         print("ibemu fidelity: %s" % e, file=sys.stderr)
         return 1

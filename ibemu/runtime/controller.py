@@ -46,7 +46,9 @@ from .addrmap import assign, link_labels, new_key, port_keys, write_key, write_m
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .mgmt import SOCKET_NAME
-from .pace import PACE_BOUND_PS, PACE_MODES, Budget, create_pause_file, read_pause
+from .syncproto import MAX_WORKERS
+from .syncshm import create_sync_file
+from .verdict import SYNC_MODES, time_scale, worker_map
 from .partition import partition, placement
 from .report import format_start
 from .sockets import free_port_block
@@ -87,14 +89,16 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
-PAUSE_FILE = "pace"
-"""The shared pause of a paced run (``--pace together``), in the parts folder (:mod:`.pace`)."""
+SYNC_FILE = "sync"
+"""The exact clock's shared records (:mod:`.syncshm`), in the parts folder."""
 
 
 def _check(dilation: float, workers: int, port_base: int, out_dir: str | Path | None, pcap: str | Path | None,
-           watchdog: float, pace: str = "free") -> None:
-    if pace not in PACE_MODES:
-        raise UserError("--pace must be one of %s, got %r" % (", ".join(PACE_MODES), pace))
+           watchdog: float, sync: str = "exact") -> None:
+    if sync not in SYNC_MODES:
+        raise UserError("--sync must be one of %s, got %r" % (", ".join(SYNC_MODES), sync))
+    if sync == "exact" and workers > MAX_WORKERS:
+        raise UserError("--sync exact runs at most %d workers, got %d" % (MAX_WORKERS, workers))
     if not dilation or dilation <= 0:
         raise UserError("--dilation must be positive, got %r" % dilation)
     if not MIN_WATCHDOG <= watchdog <= MAX_WATCHDOG:
@@ -145,12 +149,13 @@ def _workdir(out: Path | None) -> Path:
 
 def _worker_args(scnfile: Path, mapfile: Path, dilation: float, drop_link_every: int,
                  realtime: bool, faults_until: int | None, integrity: bool,
-                 pause_file: Path | None = None, pace_bound: int = PACE_BOUND_PS) -> list[str]:
+                 sync: str = "exact", sync_file: Path | None = None, processes: int = 2) -> list[str]:
     """The ``ibemu node`` options every worker gets."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
             "--parent", str(os.getpid())]
-    if pause_file is not None:
-        args += ["--pace-file", str(pause_file), "--pace-bound", str(int(pace_bound))]
+    args += ["--sync", sync, "--processes", str(int(processes))]
+    if sync_file is not None:
+        args += ["--sync-file", str(sync_file)]
     if drop_link_every:
         args += ["--drop-link-every", str(drop_link_every)]
     if not realtime:
@@ -199,8 +204,8 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
              drop_link_every: int = 0, keep_parts: bool = False,
              announce: bool = False, realtime: bool = True, faults_until: int | None = None,
              integrity: bool = False, external: Iterable[str] = (),
-             watchdog: float = WATCHDOG, pace: str = "free", budget: Budget | None = None,
-             pace_bound: int = PACE_BOUND_PS, place: list[list[str]] | None = None) -> WallResult:
+             watchdog: float = WATCHDOG, sync: str = "exact",
+             place: list[list[str]] | None = None, transport: str = "shm") -> WallResult:
     """Run *scn* in real time over *workers* processes (default: the number of cores).
 
     *announce*: print a line on stderr when the workers start.  Returns a
@@ -219,16 +224,20 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     *place*: the node names of each worker, by hand (``--place``; every node once,
     :func:`ibemu.runtime.partition.placement`) instead of the partition rule; it sets
     the number of workers, and *workers*, when given, must agree.
-    *pace*: ``free`` (each worker keeps its own pace) or ``together`` (every worker waits
-    for a late one by more than *pace_bound* ps, :mod:`.pace`).  *budget*: the slip budget of the verdict
-    (:func:`ibemu.runtime.pace.verdict`; ``result.valid``, ``result.validity``).
+    *sync*: ``exact`` (the workers synchronise conservatively, :mod:`.exact`: the virtual
+    clock's results at any dilation and placement; their messages go through a shared
+    file, or as datagrams when *external* nodes take part) or ``free`` (each worker keeps
+    its own pace); the verdict (:func:`ibemu.runtime.verdict.verdict`; ``result.valid``,
+    ``result.validity``) judges the run accordingly.  *transport*: ``shm`` (the exact
+    clock's messages through a shared file, :mod:`.syncshm`) or ``net`` (as datagrams,
+    :mod:`.syncnet`, as across hosts; the choice when *external* nodes take part).
     """
     if place is not None:
         if workers is not None and workers != len(place):
             raise UserError("--place names %d workers, --workers says %d" % (len(place), workers))
         workers = len(place)
     workers = workers or os.cpu_count() or 2
-    _check(dilation, workers, port_base, out_dir, pcap, watchdog, pace)
+    _check(dilation, workers, port_base, out_dir, pcap, watchdog, sync)
     fabric = build_fabric(scn)
     groups = _groups(fabric, scn, workers, set(external or ()), place)
     base = free_port_block(host, max(1, len(port_keys(fabric))), port_base)
@@ -242,9 +251,13 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
     key = new_key()
     if external:                    # whatever runs the external nodes needs it: owner-only
         write_key(workdir / "key", key)
-    pause_file = create_pause_file(workdir / PAUSE_FILE, len(groups)) if pace == "together" else None
+    sync_file = None
+    if transport not in ("shm", "net"):
+        raise UserError("transport must be shm or net, got %r" % transport)
+    if sync == "exact" and not external and transport == "shm":
+        sync_file = create_sync_file(workdir / SYNC_FILE, len(port_keys(fabric)), groups)
     args = _worker_args(scnfile, mapfile, dilation, drop_link_every, realtime, faults_until, integrity,
-                        pause_file, pace_bound)
+                        sync, sync_file, len(groups) + len(set(external)))
 
     t_wall = time.perf_counter()
     with StopSignals() as stop, WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
@@ -254,13 +267,14 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
         pool.serve_mgmt(workdir / SOCKET_NAME, fabric)         # <out>/parts/mgmt.sock
         failed = _supervise(pool, scn, stop, dilation, progress, announce)
     outcome = Outcome(pool.workers, time.perf_counter() - t_wall, stop.stopped, failed,
-                      pace=pace, pause_s=read_pause(pause_file) if pause_file is not None else 0.0)
+                      sync=sync, time_scale_ps=time_scale(fabric.wiring, worker_map(
+                          groups + [[n] for n in sorted(external)])))
 
     recorded = any(w.data is not None or w.part.exists() for w in pool.workers)
     write_to = out if recorded or failed is None else None     # nothing recorded: keep what is there
     with atomic_batch():        # the capture and the output folder: all written, or none (issue 14)
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=base, pcap=pcap,
-                         window=window, integrity=integrity, out=write_to, budget=budget)
+                         window=window, integrity=integrity, out=write_to)
     if result.completed and not keep_parts:
         shutil.rmtree(workdir, ignore_errors=True)
     if failed is not None:

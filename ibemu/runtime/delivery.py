@@ -61,104 +61,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..fabric.faults import DuplicateFilter
-from ..sim.scheduler import INF, Scheduler, SimNode
-from ..wire.shim import KEY_LEN, KIND_LINK, MAGIC, SHIM, SHIM_LEN, TAG_LEN, VERSION, link_key
+from ..sim.scheduler import DEPTH_SHIFT, INF, Scheduler, SimNode
+from ..wire.shim import (DEPTH_BITS, KEY_LEN, KIND_LINK, KIND_MASK, KIND_SYNC, MAGIC, MAX_SHIM_DEPTH, SHIM, SHIM_LEN,
+                         TAG_LEN, VERSION, link_key)
+from .portsocket import DUP_WINDOW, MAX_AHEAD, NO_MAC, REPLAY_WINDOW, PortSocket, SeqCheck, SEEN_MASK
 from .sockets import open_port_socket, resolve
 
-NO_MAC = b""
-"""The *key* that turns authentication off: for benchmarks measuring its cost only."""
-DUP_WINDOW = 4096
-"""Sequence numbers a faulty link's duplicate filter remembers here.  A duplicate is sent
-right after its original on the same socket, so it arrives right after it; the virtual
-clock's window (65,536, for copies held back by reordering) would cost a worker about
-8 MB per faulty link it receives on."""
-
-
-REPLAY_WINDOW = 1024
-"""Sequence numbers behind the highest one received that a link still accepts (once
-each): datagrams reordered by less than this are *late*, older ones are rejected."""
-MAX_AHEAD = 1 << 16
-"""The most a sequence number may jump ahead of the next one expected.  A link's
-datagrams in flight are bounded by its credits (a few hundred), so a larger jump is no
-loss but an attack (issue 14 item 2: the loss count is bounded by this window)."""
-_SEEN_MASK = (1 << REPLAY_WINDOW) - 1
-
-
-class SeqCheck:
-    """Per-link datagram sequence check and replay window (issue 14 items 1 and 2; the
-    anti-replay window of RFC 4303 §3.4.3 on 32-bit wrapping numbers).
-
-    :meth:`update` accepts a sequence number ahead of the highest one seen by at most
-    :data:`MAX_AHEAD` (the ones in between count as lost) or, once, one up to
-    :data:`REPLAY_WINDOW` behind it (late: it was counted lost, and no longer is).  It
-    rejects (returns False, counts nothing) a number seen before (a replay), further
-    behind, or further ahead: such a datagram is dropped unread."""
-    __slots__ = ("expect", "lost", "late", "received", "seen")
-
-    def __init__(self) -> None:
-        self.expect = 1
-        self.lost = 0
-        self.late = 0
-        self.received = 0
-        self.seen = 0                   # bit i: expect - 1 - i was received
-
-    def update(self, seq: int) -> bool:
-        d = (seq - self.expect) & 0xFFFFFFFF
-        if d == 0:
-            self.seen = ((self.seen << 1) | 1) & _SEEN_MASK
-        elif d < MAX_AHEAD:             # ahead: the ones in between were lost
-            self.lost += d
-            self.seen = ((self.seen << (d + 1)) | 1) & _SEEN_MASK
-        elif d >= 0x100000000 - REPLAY_WINDOW:      # behind, within the window
-            bit = 1 << (0xFFFFFFFF - d)             # expect - 1 - seq
-            if self.seen & bit:
-                return False            # a replay
-            self.seen |= bit
-            self.late += 1
-            if self.lost:
-                self.lost -= 1          # it was counted lost when the gap appeared
-            self.received += 1
-            return True
-        else:
-            return False                # out of the window
-        self.expect = (seq + 1) & 0xFFFFFFFF
-        self.received += 1
-        return True
-
-
-class PortSocket:
-    """One emulated port's UDP socket; it sends to and accepts datagrams from *peer*
-    (the peer port's numeric (host, port)) only."""
-    __slots__ = ("sock", "node", "index", "propagation", "tx_seq", "rx", "send_errors",
-                 "drop_every", "dropped", "addr", "peer", "local_peer", "inj", "rx_inj",
-                 "rx_hi", "rx_ext", "inj_lost", "dup_sent", "dup_dropped", "strangers",
-                 "tx_key", "rx_key", "forged")
-
-    def __init__(self, sock: Any, node: SimNode, index: int, propagation: int,
-                 addr: Any, peer: tuple[str, int]) -> None:
-        self.sock = sock
-        self.node = node
-        self.index = index
-        self.propagation = propagation
-        self.addr = addr
-        self.peer = peer
-        self.tx_seq = 0
-        self.rx = SeqCheck()
-        self.send_errors = 0
-        self.drop_every = 0             # fault injection (tests): skip every n-th link packet
-        self.dropped = 0
-        self.local_peer: PortSocket | None = None   # the peer's PortSocket when in this process
-        self.inj: Any = None            # LinkFaultInjector of the link this port sends on
-        self.rx_inj: Any = None         # ... and of the link it receives from
-        self.rx_hi = 0                  # highest sequence number received (32 bits) ...
-        self.rx_ext = 0                 # ... and unwrapped (for the duplicate filter)
-        self.inj_lost = 0               # frames the injector lost (no datagram sent)
-        self.dup_sent = 0               # second copies sent (the injector duplicated)
-        self.dup_dropped = 0            # second copies received and dropped
-        self.strangers = 0              # datagrams from an address that is not the peer
-        self.tx_key: bytes | None = None    # the link key of what it sends (None: no MAC)
-        self.rx_key: bytes | None = None    # ... and of what it receives
-        self.forged = 0                 # from the peer's address: bad tag, replayed, out of window
+__all__ = ["DUP_WINDOW", "MAX_AHEAD", "NO_MAC", "REPLAY_WINDOW", "PortSocket", "SeqCheck", "SocketPorts"]
 
 
 class SocketPorts:
@@ -186,6 +95,10 @@ class SocketPorts:
         self.bad_datagrams = 0
         self.local_datagrams = local_datagrams
         self.frames_direct = 0          # frames handed to a node of this process without a datagram
+        # the exact clock's handler of a synchronisation datagram (kind 2): (port socket,
+        # payload) -> whether it was well formed (ibemu.runtime.syncnet)
+        self.on_sync: Callable[[PortSocket, bytes], bool] | None = None
+        self.exact = False              # the exact clock: clip the window at frames to other processes
         self._ep: Any = None            # an epoll over the remote sockets: one cheap syscall a poll
         self.ports: dict[Any, dict[int, PortSocket]] = {n: {} for n in sched.nodes}
         self.sockets: list[PortSocket] = []
@@ -213,8 +126,13 @@ class SocketPorts:
             self.close()
             raise
         for (node, port), (peer, pport, _) in wiring.items():
-            if node in local and peer in local:
-                self.ports[node][port].local_peer = self.ports[peer][pport]
+            if node in local:
+                ps = self.ports[node][port]
+                ps.peer_key = (peer.name, pport)
+                if peer in local:
+                    ps.local_peer = self.ports[peer][pport]
+                else:
+                    ps.remote = True            # a cut link (the exact clock synchronises on it)
         self._buf = bytearray(65536)
         # sockets whose peer is in another process, polled during long steps
         self._remote = {ps.sock.fileno(): ps for ps in self.sockets if ps.local_peer is None}
@@ -236,7 +154,7 @@ class SocketPorts:
 
         With ``local_datagrams=False`` a frame to a port of this process is handed
         over directly, at the very time its datagram would carry (the shim's
-        nanoseconds plus the propagation) and in the same order, without the two
+        picoseconds plus the propagation), with its sequence number, in the same order, without the two
         system calls and the tag: the same results, but the frames between nodes of one
         process are no longer visible on the loopback interface (the ``--pcap`` capture
         still has them all)."""
@@ -247,27 +165,31 @@ class SocketPorts:
         direct = not self.local_datagrams
         buf = self._buf
         mv = memoryview(buf)
-        deliver = self.sched.deliver
+        sched = self.sched
+        deliver = sched.deliver
+        cur_t = sched.cur_time                  # the event that made these frames (the key's depth)
+        dnext = min(sched.cur_depth + 1, MAX_SHIM_DEPTH)
         for p, frame, link, ts in node.outbox:
             if cap is not None:                 # an ibemu.capture.pcapng.LinkCapture: on its link
                 cap.write_port(node, p, ts // 1000, frame, link)
             ps = ports.get(p)
             if ps is None:
                 continue                        # unconnected port: the frame goes nowhere
+            depth = dnext if ts + ps.propagation == cur_t else 0
             if ps.inj is not None and ts < faults_until:
-                self._send_faulty(ps, frame, link, ts)
+                self._send_faulty(ps, frame, link, ts, cur_t, dnext)
                 continue
             lp = ps.local_peer
+            ps.tx_seq = s = (ps.tx_seq + 1) & 0xFFFFFFFF
             if direct and lp is not None and not ps.drop_every:
                 self.frames_direct += 1
-                deliver(-(-ts // 1000) * 1000 + lp.propagation, lp.node, lp.index, frame, link)
+                lp.rx.expect = (s + 1) & 0xFFFFFFFF     # (the numbers stay in step)
+                deliver(ts + lp.propagation, lp.node, lp.index, frame, link, depth, s)
                 continue
-            ps.tx_seq = s = (ps.tx_seq + 1) & 0xFFFFFFFF
             if link and ps.drop_every and s % ps.drop_every == 0:
                 ps.dropped += 1
                 continue
-            tns = -(-ts // 1000)
-            d = pack(MAGIC, VERSION, link, s, tns) + frame
+            d = pack(MAGIC, VERSION, link | (depth << DEPTH_BITS), s, ts) + frame
             if ps.tx_key is not None:
                 d += blake2b(d, key=ps.tx_key, digest_size=TAG_LEN).digest()
             try:
@@ -276,6 +198,14 @@ class SocketPorts:
                 ps.send_errors += 1             # counted; shows up as a loss at the peer
                 continue
             if lp is None:
+                if not self.exact:
+                    continue
+                # to another process: it may answer from the frame's arrival on (the next
+                # depth of that instant), so nothing from there on runs in this window
+                at = ts + ps.propagation
+                sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+                if at < ps.win_t or (at == ps.win_t and depth << DEPTH_SHIFT < ps.win_s):
+                    ps.win_t, ps.win_s = at, depth << DEPTH_SHIFT     # (the exact clock's, syncshm)
                 continue
             # take it off the peer's socket (the common case inline; see drain for the rules)
             try:
@@ -288,15 +218,15 @@ class SocketPorts:
                 if s == rx.expect and lp.rx_inj is None:
                     rx.expect = (s + 1) & 0xFFFFFFFF
                     rx.received += 1
-                    rx.seen = ((rx.seen << 1) | 1) & _SEEN_MASK
-                    deliver(tns * 1000 + lp.propagation, lp.node, lp.index,
-                            buf[SHIM_LEN:n - TAG_LEN if ps.tx_key is not None else n], link)
+                    rx.seen = ((rx.seen << 1) | 1) & SEEN_MASK
+                    deliver(ts + lp.propagation, lp.node, lp.index,
+                            buf[SHIM_LEN:n - TAG_LEN if ps.tx_key is not None else n], link, depth, s)
                     continue
             if not self.drain(lp, buf, 1, d, (n, src)):
                 self.drain(lp, buf)
         node.outbox.clear()
 
-    def _send_faulty(self, ps: PortSocket, frame: Any, link: bool, ts: int) -> None:
+    def _send_faulty(self, ps: PortSocket, frame: Any, link: bool, ts: int, cur_t: int, dnext: int) -> None:
         """Send a frame through the link's fault injector (see the module text)."""
         deliveries = ps.inj.transmit(ts, frame, link)
         if not deliveries:
@@ -307,7 +237,8 @@ class SocketPorts:
         for k, (extra, f, _) in enumerate(deliveries):
             if k:
                 ps.dup_sent += 1                # a second copy, same sequence number
-            d = pack(MAGIC, VERSION, link, s, -(-(ts + extra) // 1000)) + f
+            depth = dnext if ts + extra + ps.propagation == cur_t else 0
+            d = pack(MAGIC, VERSION, link | (depth << DEPTH_BITS), s, ts + extra) + f
             if ps.tx_key is not None:
                 d += blake2b(d, key=ps.tx_key, digest_size=TAG_LEN).digest()
             try:
@@ -317,6 +248,11 @@ class SocketPorts:
                 continue
             if ps.local_peer is not None:
                 self._take_local(ps.local_peer, d)
+            elif self.exact:
+                at = ts + extra + ps.propagation
+                self.sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+                if at < ps.win_t or (at == ps.win_t and depth << DEPTH_SHIFT < ps.win_s):
+                    ps.win_t, ps.win_s = at, depth << DEPTH_SHIFT
 
     def _take_local(self, lp: PortSocket, sent: bytes) -> None:
         """Take the datagram *sent* just now to *lp* (a port of this process) off its
@@ -393,20 +329,25 @@ class SocketPorts:
             if n < SHIM_LEN:
                 self.bad_datagrams += 1
                 continue
-            magic, version, kind, dseq, tns = unpack(buf, 0)
-            if magic != our_magic or version != VERSION or kind > KIND_LINK:
+            magic, version, flags, dseq, tps = unpack(buf, 0)
+            kind = flags & KIND_MASK
+            if magic != our_magic or version != VERSION or kind > KIND_SYNC:
                 self.bad_datagrams += 1
+                continue
+            if kind == KIND_SYNC:               # the exact clock's (no frame, no sequence number)
+                if self.on_sync is None or not self.on_sync(ps, bytes(mv[SHIM_LEN:n])):
+                    self.bad_datagrams += 1
                 continue
             if faulty and self._duplicate(ps, dseq):
                 continue
             if dseq == rx.expect:
                 rx.expect = (dseq + 1) & 0xFFFFFFFF
                 rx.received += 1
-                rx.seen = ((rx.seen << 1) | 1) & _SEEN_MASK
+                rx.seen = ((rx.seen << 1) | 1) & SEEN_MASK
             elif not rx.update(dseq):
                 ps.forged += 1                  # replayed or out of the window
                 continue
-            deliver(tns * 1000 + prop, node, index, buf[SHIM_LEN:n], kind == KIND_LINK)
+            deliver(tps + prop, node, index, buf[SHIM_LEN:n], kind == KIND_LINK, flags >> DEPTH_BITS, dseq)
             delivered += 1
         return delivered
 
@@ -417,9 +358,16 @@ class SocketPorts:
             for fd, _ in self._ep.poll(0):
                 self.drain(self._remote[fd], self._buf)
             return
-        assert self.remote_fds is not None
+        if self.remote_fds is None:
+            return                              # no link to another process
         for fd in select.select(self.remote_fds, (), (), 0)[0]:
             self.drain(self._remote[fd], self._buf)
+
+    def drain_all(self) -> None:
+        """Read every socket, those of links within this process too (the exact clock
+        reads them only at the end: strangers and forgeries are still counted)."""
+        for ps in self.sockets:
+            self.drain(ps, self._buf)
 
     # ------------------------------------------------------------------ the end
     def close(self) -> None:
@@ -432,7 +380,7 @@ class SocketPorts:
         """The datagram counters, for results.json."""
         socks = self.sockets
         return {
-            "datagrams_sent": sum(p.tx_seq - p.dropped - p.send_errors + p.dup_sent for p in socks),
+            "datagrams_sent": sum(p.frames_sent() for p in socks) - self.frames_direct,
             "datagrams_received": sum(p.rx.received for p in socks),
             "datagrams_lost": sum(p.rx.lost for p in socks),
             "datagrams_late": sum(p.rx.late for p in socks),

@@ -17,7 +17,7 @@ from typing import Any
 from ..run import RunResult, run_virtual
 from ..scenario import Scenario
 from .controller import run_wall
-from .pace import PACE_BOUND_PS, Budget, format_verdict
+from .verdict import format_verdict
 from .report import format_runtime_line
 
 __all__ = ["MIN_SHARE", "compare_summaries", "compare", "format_fidelity"]
@@ -51,17 +51,16 @@ def compare_summaries(virtual: dict[str, Any], wall: dict[str, Any]) -> dict[str
 
 def compare(scn: Scenario, dilation: float, workers: int | None = None,
             out_dir: str | Path | None = None, port_base: int | None = None,
-            virtual: RunResult | None = None, realtime: bool = True, pace: str = "free",
-            budget: Budget | None = None, allow_late: bool = False,
-            pace_bound: int = PACE_BOUND_PS, place: list[list[str]] | None = None) -> dict[str, Any]:
+            virtual: RunResult | None = None, realtime: bool = True, sync: str = "exact",
+            allow_late: bool = False, place: list[list[str]] | None = None) -> dict[str, Any]:
     """Run *scn* on both clocks (*virtual*: a virtual-clock result to reuse); return
     :func:`compare_summaries` plus both results, and the wall run's verdict
-    (``validity``: :func:`ibemu.runtime.pace.verdict`, the rule ``ibemu run`` applies;
+    (``validity``: :func:`ibemu.runtime.verdict.verdict`, the rule ``ibemu run`` applies;
     *allow_late* only changes how it is reported)."""
     kw: dict[str, Any] = {} if port_base is None else {"port_base": port_base}
     v = virtual or run_virtual(scn)
     w = run_wall(scn, out_dir=out_dir, workers=workers, dilation=dilation, realtime=realtime,
-                 pace=pace, budget=budget, pace_bound=pace_bound, place=place, **kw)
+                 sync=sync, place=place, **kw)
     report = compare_summaries(v.summary, w.summary)
     report.update(dilation=dilation, workers=len(w.runtime["workers"]), runtime=w.runtime,
                   virtual_seconds=v.wall_seconds, wall_seconds=w.wall_seconds,

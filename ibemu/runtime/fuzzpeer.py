@@ -38,7 +38,7 @@ from ..wire import opcodes as OP
 from ..wire.crc import lpcrc
 from ..wire.layout import PACKET_OVERHEAD, PKTLEN_MASK, VCRC_LEN
 from ..wire.mutate import fix_vcrc, flip_vcrc_bit, set_pktlen
-from ..wire.shim import KIND_LINK, KIND_PACKET, MAGIC, VERSION, link_key, pack_shim, seal
+from ..wire.shim import KIND_LINK, KIND_PACKET, KIND_SYNC, MAGIC, MAX_SHIM_DEPTH, VERSION, link_key, pack_shim, seal
 
 EXPECT = {
     # not an ibemu datagram: the runtime's bad_datagrams
@@ -76,7 +76,9 @@ def make(rng: random.Random, kind: str, seq: int, *, dlid: int, slid: int,
         return pack_shim(KIND_PACKET, seq, 0, version=rng.choice([v for v in range(256) if v != VERSION])) + \
             bytes(_frame(rng, dlid, slid))
     if kind == "kind":
-        return pack_shim(rng.randrange(KIND_LINK + 1, 256), seq, 0) + bytes(_frame(rng, dlid, slid))
+        # the flags' kind bits 3, no kind (0 packet, 1 link, 2 sync), under any depth
+        return pack_shim(KIND_SYNC + 1, seq, 0, depth=rng.randrange(MAX_SHIM_DEPTH + 1)) + \
+            bytes(_frame(rng, dlid, slid))
     if kind in ("link_len", "link_crc"):
         head = bytes(rng.randrange(256) for _ in range(4))
         crc = lpcrc(head)

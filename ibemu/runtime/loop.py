@@ -41,6 +41,9 @@ import trio
 from ..sim.scheduler import INF, Scheduler, SimNode
 from ..units import PS_PER_S
 from .delivery import PortSocket, SocketPorts
+from .exact import ExactDriver
+from .syncnet import NetSync
+from .syncshm import ShmSync
 
 SPIN = 0.002
 """Poll instead of sleeping when the next event is this close (wall seconds); 0: never."""
@@ -53,6 +56,10 @@ YIELD = 0.001
 """While events are due in quick succession the timer task steps without going through
 trio; it gives trio a turn (a checkpoint) at least every this many wall seconds."""
 """During a step, the sockets linked to other processes are polled every 2 events."""
+SYNC_MODES = ("exact", "free")
+"""``--sync``: exact (conservative synchronisation, :mod:`.exact`; the default) or free
+(every worker paces its own clock: for live demonstrations and peers that do not speak
+the promises)."""
 OVERLOAD = 0.05
 """A loop this far (wall seconds) behind the clock is *overloaded*: the dilation is too
 small for the machine.  Reported, and the worker gives up real-time priority."""
@@ -79,7 +86,8 @@ class NodeLoop:
                  capture: Any = None, rcvbuf: Callable[[Any, int], int] | None = None,
                  drop_link_every: int = 0, spin: float = SPIN,
                  faults: Mapping[Any, Any] | None = None, faults_until: int | None = None,
-                 key: bytes | None = None, local_datagrams: bool = True) -> None:
+                 key: bytes | None = None, local_datagrams: bool = True, sync: str = "exact",
+                 sync_file: str | None = None, workers: int = 2) -> None:
         if dilation <= 0:
             raise ValueError("dilation must be positive, got %r" % dilation)
         self.sched = sched = Scheduler(nodes)
@@ -98,10 +106,9 @@ class NodeLoop:
         self.chunk_ps = max(1, int(STEP_BUDGET * self.ps_per_wall))   # emulated ps per slice
         self.overloaded = False
         self.on_overload: Callable[[], object] | None = None    # called once when overloaded
-        self.pace: Any = None       # [pace] issue 16 (helper V): a pace.Pacer in the paced mode
         self.on_sample: Callable[[int], object] | None = None   # every sample_step ps
         self.sample_step = 0
-        self._next_sample = INF
+        self.next_sample = INF
         self._finished: trio.Event | None = None
         self._timer_scope: trio.CancelScope | None = None
         self._deadline: int | None = INF
@@ -110,10 +117,44 @@ class NodeLoop:
         self.ports = self.io.ports                          # node -> {port: PortSocket}
         self.sockets = self.io.sockets
         sched.transmit = self.io.transmit
-        if self.io.remote_fds:
+        if sync not in SYNC_MODES:
+            raise ValueError("sync must be one of %s, got %r" % (", ".join(SYNC_MODES), sync))
+        self.sync = sync
+        self.driver: ExactDriver | None = None
+        if sync == "exact":
+            if sync_file is not None:
+                order = {(n.name, p): i for i, (n, p) in enumerate(wiring)}
+                transport: Any = ShmSync(sync_file, self.io.sockets, lambda name, port: order[(name, port)],
+                                         wiring, [n.name for n in sched.nodes], self.io.poll_remote,
+                                         self.duration)
+            else:
+                transport = NetSync(self.io, workers)
+            self.driver = ExactDriver(self, transport)
+            self.io.exact = True
+            if not local_datagrams:
+                self._route_locally(wiring, faults or {}, drop_link_every, capture)
+        elif self.io.remote_fds:
             sched.poll = self.io.poll_remote
             sched.poll_mask = POLL_MASK
-        sched.last_now = {n: 0 for n in sched.nodes}        # the slip rule
+        if self.driver is None:
+            sched.last_now = {n: 0 for n in sched.nodes}    # the slip rule (free-running)
+
+    def _route_locally(self, wiring: Mapping[Any, Any], faults: Mapping[Any, Any], drop_every: int,
+                       capture: Any) -> None:
+        """The exact clock without local datagrams: the scheduler routes the frames
+        between this worker's nodes itself, natively, as the virtual clock does
+        (:attr:`~ibemu.sim.scheduler.Scheduler.hybrid`), and hands only the frames to other
+        workers to the sockets; the capture then gets every frame from the scheduler."""
+        sched = self.sched
+        local = set(sched.nodes)
+        for (node, port), (peer, pport, prop) in wiring.items():
+            if node in local and peer in local and (node, port) not in faults and not drop_every:
+                sched.connect(node, port, peer, pport, prop)
+        sched.hybrid = True
+        sched.intact = not faults
+        if capture is not None:
+            sched.port_capture = capture
+            self.io.capture = None
 
     @property
     def events(self) -> int:
@@ -136,13 +177,11 @@ class NodeLoop:
             return
         sched = self.sched
         heap = sched.heap
-        if self.pace is not None:       # [pace] issue 16 (helper V): follow or raise the shared pause
-            self.pace.adjust(self, heap[0].time if heap else None)
         E = self.emulated_now()
         end = self.duration
         limit = E + 1 if E < end else end       # the events at or before E, before the end
-        if heap and E - heap[0].time > self.max_lag_ps:   # the step's first event is its latest
-            self.max_lag_ps = E - heap[0].time
+        if heap and min(E, end) - heap[0].time > self.max_lag_ps:   # the step's first event is its latest
+            self.max_lag_ps = min(E, end) - heap[0].time
             if self.max_lag_ps > self.overload_ps and not self.overloaded:
                 self.overloaded = True          # the machine cannot keep up with the dilation
                 if self.on_overload is not None:
@@ -150,7 +189,7 @@ class NodeLoop:
         chunk = self.chunk_ps
         stop_at = 0.0
         while True:
-            upto = min(limit, self._next_sample)
+            upto = min(limit, self.next_sample)
             if heap and upto - heap[0].time > chunk:      # far behind: in slices, see below
                 upto = heap[0].time + chunk
                 if not stop_at:
@@ -158,34 +197,32 @@ class NodeLoop:
                 elif trio.current_time() > stop_at:
                     break                       # let trio run; the timer task steps on at once
             sched.run(upto)
-            if heap and self._next_sample <= heap[0].time < limit:
-                self._sample_upto(heap[0].time)   # before the first event at or after it
+            if heap and self.next_sample <= heap[0].time < limit:
+                self.sample_upto(heap[0].time)   # before the first event at or after it
                 continue
             if upto < limit and heap and heap[0].time < limit:
                 continue
             break
-        if self.pace is not None:       # [pace] issue 16: caught up until the next event
-            self.pace.idle(heap[0].time if heap else None)
         self.now_ps = min(E, end)
         if heap and heap[0].time < limit:         # a step cut short (STEP_BUDGET)
             self._arm(heap[0].time)
         elif E >= end:
-            self._sample_upto(end)
+            self.sample_upto(end)
             self.done = True
             assert self._finished is not None
             self._finished.set()
         else:
             self._arm(heap[0].time if heap and heap[0].time < end else end)
 
-    def _sample_upto(self, t: int) -> None:
+    def sample_upto(self, t: int) -> None:
         """Call ``on_sample(T)`` for every sample time T <= *t* not yet sampled: after
         every event before T and before any at or after it, as the virtual clock does."""
         step, end = self.sample_step, self.duration
-        while self._next_sample <= t:
-            T = self._next_sample
+        while self.next_sample <= t:
+            T = self.next_sample
             assert self.on_sample is not None
             self.on_sample(T)
-            self._next_sample = INF if T >= end else min(T + step, end)
+            self.next_sample = INF if T >= end else min(T + step, end)
 
     def _arm(self, t_ps: int) -> None:
         """Move the timer task's wake-up to emulated time *t_ps*."""
@@ -197,11 +234,21 @@ class NodeLoop:
 
     def call_now(self, node: Any, fn: Callable[..., object], *args: Any) -> None:
         """Run ``fn(now, *args)`` on *node* at the current emulated time, as a node timer
-        (a command from outside the fabric: a live management request, ibemu/runtime/mgmt.py)."""
-        assert self.sched.last_now is not None
-        t = max(self.emulated_now(), self.sched.last_now[node])
+        (a command from outside the fabric: a live management request, ibemu/runtime/mgmt.py).
+        On the exact clock it is due no earlier than what this worker last told the others
+        (its earliest key then stays a true bound) and runs in the driver's next window;
+        a live command is outside the scenario, so such a run is no longer the virtual
+        clock's."""
+        sched = self.sched
+        if self.driver is not None:
+            t = max(self.emulated_now(), sched.floor_time, self.driver.published)
+            node.at(t, fn, *args)
+            sched.arm(node)
+            return
+        assert sched.last_now is not None
+        t = max(self.emulated_now(), sched.last_now[node])
         node.at(t, fn, *args)
-        self.sched.arm(node)
+        sched.arm(node)
         self.step()                         # runs it now (t <= now) and re-arms the timer
 
     # ------------------------------------------------------------------ tasks
@@ -272,7 +319,11 @@ class NodeLoop:
             self.sched.start(0)
             if self.on_sample is not None and self.sample_step > 0:
                 self.on_sample(0)
-                self._next_sample = min(self.sample_step, self.duration)
+                self.next_sample = min(self.sample_step, self.duration)
+            if self.driver is not None:         # the exact clock (issue 27)
+                await self.driver.run()
+                self.done = True
+                return
             self._deadline = None
             heap = self.sched.heap
             self._arm(heap[0].time if heap else self.duration)
@@ -287,12 +338,20 @@ class NodeLoop:
             self.cpu_s = time.process_time() - cpu0
 
     def close(self) -> None:
+        if self.driver is not None:
+            self.driver.transport.close()
         self.io.close()
 
     def stats(self) -> dict[str, Any]:
         """Counters of this loop (datagrams, losses, slips), for results.json."""
         sched = self.sched
-        return {"events": sched.events, "emulated_ps": self.now_ps, "wall_s": self.wall_s, "cpu_s": self.cpu_s,
-                **self.io.counters(),
-                "slips": sched.slips, "slip_ps": sched.slip_ps, "max_slip_ps": sched.max_slip_ps,
-                "max_lag_ps": self.max_lag_ps, "overloaded": self.overloaded}
+        emulated_s = self.now_ps / PS_PER_S
+        out = {"events": sched.events, "emulated_ps": self.now_ps, "wall_s": self.wall_s, "cpu_s": self.cpu_s,
+               "effective_dilation": self.wall_s / emulated_s if emulated_s > 0 else None,
+               **self.io.counters(),
+               "slips": sched.slips, "slip_ps": sched.slip_ps, "max_slip_ps": sched.max_slip_ps,
+               "max_lag_ps": self.max_lag_ps, "overloaded": self.overloaded}
+        out.update(self.driver.stats() if self.driver is not None else {"sync": "free"})
+        if sched.hybrid:                    # frames the scheduler routed within this worker, in memory
+            out["frames_direct"] += sched.frames
+        return out

@@ -31,7 +31,9 @@ _GLOBAL = struct.Struct("<IHHiIII")
 _REC = struct.Struct("<IIII")
 _BLOCK = struct.Struct("<II")
 _TS = struct.Struct("<II")
-_EPB_TS = 12            # an EPB's timestamp (high, low words) after type, length and interface id
+_IFACE_TS = struct.Struct("<III")
+"""An EPB's interface id and timestamp (high, low words)."""
+_EPB_IFACE = 8          # an EPB's interface id, after its block type and length; the timestamp follows
 _MAGIC_LEN = 4          # the SHB's block type, which starts a pcapng file
 
 RUNTIME_TOTALS = ("events", "datagrams_sent", "datagrams_received", "datagrams_lost",
@@ -94,6 +96,9 @@ def merge_runtime(workers: Sequence[tuple[int, list[str]]], parts: Sequence[Part
             tot[k] += st.get(k, 0)
         max_slip = max(max_slip, st.get("max_slip_ps", 0))
     tot["max_slip_ps"] = max_slip
+    effs = [w.get("effective_dilation") for w in per if w.get("effective_dilation")]
+    tot["effective_dilation"] = max(effs) if effs else None     # the slowest worker's (issue 27)
+    tot["sync"] = next((w["sync"] for w in per if w.get("sync")), None)
     tot["overloaded"] = [w["worker"] for w in per if w.get("overloaded")]
     tot["mean_slip_ps"] = tot["slip_ps"] / tot["slips"] if tot["slips"] else 0
     tot["dilation"] = dilation
@@ -102,8 +107,8 @@ def merge_runtime(workers: Sequence[tuple[int, list[str]]], parts: Sequence[Part
     return tot
 
 
-Records = list[tuple[int, int, int]]
-"""(time_ns, offset, length) of every whole record of a capture part."""
+Records = list[tuple[int, int, int, int]]
+"""(time_ns, interface, offset, length) of every whole record of a capture part (ERF: interface 0)."""
 
 
 def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
@@ -121,8 +126,8 @@ def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
             if blen < 12 or off + blen > n:
                 break
             if btype == EPB_TYPE:
-                hi, lo = _TS.unpack_from(buf, off + _EPB_TS)
-                out.append(((hi << 32) | lo, off, blen))        # if_tsresol 9: nanoseconds
+                iface, hi, lo = _IFACE_TS.unpack_from(buf, off + _EPB_IFACE)
+                out.append(((hi << 32) | lo, iface, off, blen))     # if_tsresol 9: nanoseconds
             elif btype in (SHB_TYPE, IDB_TYPE) and not out:
                 head_end = off + blen
             else:
@@ -141,20 +146,22 @@ def _records(buf: bytes | mmap.mmap, path: str | Path) -> tuple[bytes, Records]:
         end = off + 16 + incl
         if end > n:
             break
-        out.append((sec * 1_000_000_000 + ns, off, end - off))
+        out.append((sec * 1_000_000_000 + ns, 0, off, end - off))
         off = end
     return bytes(buf[:_GLOBAL.size]), out
 
 
 def merge_captures(parts: Iterable[str | Path | None], out_path: str | Path) -> int:
     """Write the records of the capture *parts* (paths; missing ones skipped) to
-    *out_path* in emulated-time order (stable: ties keep part order); return the count.
+    *out_path* in the canonical order (:func:`ibemu.capture.pcapng.canonical_order`: time,
+    then directed link, each link's records as its one part wrote them; ERF parts: time,
+    then part); return the count.
     Every part has the same header (the workers build the same fabric, so the same
     interfaces in the same order); the merged file has it once, then the records.
     Written atomically (:func:`ibemu.atomic.atomic_open`): *out_path* is the old file or
     none until the whole merged capture is on disk."""
     maps: list[mmap.mmap] = []
-    keys: list[tuple[int, int, int, int]] = []
+    keys: list[tuple[int, int, int, int, int]] = []
     files: list[BinaryIO] = []
     header = b""
     try:
@@ -176,13 +183,13 @@ def merge_captures(parts: Iterable[str | Path | None], out_path: str | Path) -> 
             if header and head != header:
                 raise UserError("%s: its capture header (format or interfaces) differs from the other parts'" % p)
             header = header or head
-            keys.extend((t, k, off, ln) for t, off, ln in recs)
-        keys.sort(key=lambda r: (r[0], r[1]))
+            keys.extend((t, iface, k, off, ln) for t, iface, off, ln in recs)
+        keys.sort(key=lambda r: (r[0], r[1], r[2]))    # time, link, part: the canonical order
         with atomic_open(out_path, "wb") as out:       # a killed merge leaves no half capture
             out.write(header or _GLOBAL.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, 65535, LINKTYPE_ERF))
             chunk: list[bytes] = []
             size = 0
-            for _, k, off, ln in keys:
+            for _, _i, k, off, ln in keys:
                 chunk.append(maps[k][off:off + ln])
                 size += ln
                 if size > (4 << 20):

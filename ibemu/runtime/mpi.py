@@ -25,10 +25,10 @@ Every rank (mpi4py's ``COMM_WORLD``) does what the local controller
 5. sends rank 0 its part, its capture part and its last emulated time (``gather``);
    rank 0 merges them (:func:`.collect.collect`) into one output folder and one capture,
    as a local run does, with the ranks' last emulated times in ``runtime.ranks``;
-6. judges the run as ``ibemu run --clock wall`` does (:func:`.pace.verdict`, issue 16):
-   the ranks ``allgather`` their largest lag and slip, so every rank reaches the same
-   verdict and exits with the same status, :data:`~.pace.EXIT_INVALID` for a run beyond
-   its budgets unless late results are allowed; rank 0 writes it into results.json
+6. judges the run as ``ibemu run --clock wall`` does (:func:`.verdict.verdict`, issue 27):
+   the ranks ``allgather`` their slips, lag and losses, so every rank reaches the same
+   verdict and exits with the same status, :data:`~.verdict.EXIT_INVALID` for an invalid
+   run unless late results are allowed; rank 0 writes it into results.json
    (``valid``, ``validity``, the late ones named as ranks).
 
 A rank whose worker dies ends the job with a message naming the rank, its host, its
@@ -49,17 +49,13 @@ job without outputs: MPI collectives cannot survive it.
 """
 from __future__ import annotations
 
-import fcntl
 import os
-import socket
-import struct
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..atomic import atomic_batch, prepare_outputs
 from ..build import build_fabric
@@ -67,15 +63,17 @@ from ..errors import UserError
 from ..scenario import Scenario
 from ..wire.shim import DEFAULT_PORT_BASE
 from . import DEFAULT_DILATION
-from .addrmap import new_key, port_keys, write_map
+from .addrmap import new_key, write_map
 from .collect import Outcome, WallResult, collect
 from .handover import SCENARIO_FILE, write_scenario
 from .launcher import LAUNCHER_ENV, under_mpi
+from .mpi_hosts import interface_addresses, local_address, plan_addresses
+
+__all__ = ["MpiRun", "end_orphaned", "interface_addresses", "local_address", "run_mpi", "under_mpi"]
 from .lifeline import Event, Lifelines
 from .merge import read_part
-from .pace import EXIT_INVALID, Budget, verdict
+from .verdict import EXIT_INVALID, time_scale, verdict, worker_map
 from .partition import partition
-from .sockets import free_port_block
 from .workers import STOP_GRACE, WATCHDOG, Worker, WorkerPool
 
 __all__ = ["run_mpi", "end_orphaned", "under_mpi", "LAUNCHER_ENV", "local_address",
@@ -93,52 +91,6 @@ def _comm() -> Any:
     except ImportError:
         raise UserError("node --mpi needs mpi4py and an MPI library: pip install 'ibemu[mpi]'") from None
     return MPI.COMM_WORLD
-
-
-# ---------------------------------------------------------------- addresses
-SIOCGIFADDR = 0x8915
-IFR_ADDR = 20
-"""Offset of the IPv4 address in a struct ifreq: ifr_name (16 bytes), then a sockaddr_in
-whose sin_family and sin_port take 4."""
-
-def interface_addresses() -> dict[str, str]:
-    """``{interface: IPv4 address}`` of this host's (this network namespace's)
-    interfaces that have one (Linux: SIOCGIFADDR)."""
-    out: dict[str, str] = {}
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for _, name in socket.if_nameindex():
-            try:
-                ifreq = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue
-            out[name] = socket.inet_ntoa(ifreq[IFR_ADDR:IFR_ADDR + 4])
-    return out
-
-
-def _common_bits(a: str, b: str) -> int:
-    x = int(struct.unpack("!I", socket.inet_aton(a))[0]) ^ int(struct.unpack("!I", socket.inet_aton(b))[0])
-    return 32 - x.bit_length()
-
-
-def local_address(mine: dict[str, str], everyone: Sequence[dict[str, str]], iface: str | None = None) -> str:
-    """The address this rank's nodes use.  *mine*: this rank's
-    :func:`interface_addresses`; *everyone*: every rank's.  *iface*: that interface's
-    address.  Else 127.0.0.1 when every rank sees the same addresses (one host), else
-    this rank's non-loopback address sharing the most leading bits with another
-    rank's (the network they share)."""
-    if iface:
-        if iface not in mine:
-            raise UserError("--iface %s: no IPv4 address on this host (interfaces: %s)"
-                            % (iface, ", ".join(sorted(mine)) or "none"))
-        return mine[iface]
-    own = sorted({a for a in mine.values() if not a.startswith("127.")})
-    if all(sorted(set(e.values())) == sorted(set(mine.values())) for e in everyone):
-        return "127.0.0.1"
-    others = {a for e in everyone if sorted(set(e.values())) != sorted(set(mine.values()))
-              for a in e.values() if not a.startswith("127.")}
-    if not own or not others:
-        raise UserError("this host has no address the other ranks can reach; give --iface")
-    return max(own, key=lambda a: (max(_common_bits(a, o) for o in others), a))
 
 
 # ---------------------------------------------------------------- one rank
@@ -168,8 +120,8 @@ class RankPart:
 @dataclass
 class MpiRun:
     """What :func:`run_mpi` returns on every rank: the exit status (0, 1 a rank failed,
-    :data:`~.pace.EXIT_INVALID` beyond the budgets and late results not allowed), the
-    verdict on the run (every rank's lag and slip, :func:`.pace.verdict`: the same on
+    :data:`~.verdict.EXIT_INVALID` for an invalid run, late results not allowed), the
+    verdict on the run (every rank's slips, lag and losses, :func:`.verdict.verdict`: the same on
     every rank), and on rank 0 the merged result."""
     status: int
     rank: int
@@ -181,53 +133,23 @@ class MpiRun:
     as srun's PMI does), so the process ends without it (:func:`end_orphaned`)."""
 
 
-def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool) -> list[str]:
+class RankPace(NamedTuple):
+    """What every rank tells the others of its worker's pace (an allgather), for the
+    verdict (:func:`.verdict.verdict`)."""
+    max_lag_ps: int
+    max_slip_ps: int
+    slips: int
+    datagrams_lost: int
+    effective_dilation: float | None
+
+
+def _worker_args(scnfile: Path, mapfile: Path, dilation: float, realtime: bool, sync: str,
+                 ranks: int) -> list[str]:
+    """The worker's options: the exact clock's messages go as datagrams (the ranks may be
+    on several hosts; :mod:`.syncnet`)."""
     args = ["--scenario-json", str(scnfile), "--map", str(mapfile), "--dilation", repr(float(dilation)),
-            "--parent", str(os.getpid())]
+            "--parent", str(os.getpid()), "--sync", sync, "--processes", str(ranks)]
     return args if realtime else [*args, "--no-realtime"]
-
-
-def _plan_addresses(comm: Any, fabric: Any, groups: list[list[str]], iface: str | None,
-                    port_base: int) -> tuple[dict[tuple[str, int], tuple[str, int]], list[str]]:
-    """The address map every rank agrees on, and each rank's host address."""
-    rank = comm.Get_rank()
-    mine = interface_addresses()
-    everyone = comm.allgather(mine)
-    err = ""
-    try:
-        host = local_address(mine, everyone, iface)
-    except UserError as e:
-        host, err = "", str(e)
-    keys = port_keys(fabric)
-    own = [k for k in keys if k[0] in set(groups[rank])]
-    hosts = comm.allgather((host, len(own), err))
-    bad = [(r, e) for r, (_, _, e) in enumerate(hosts) if e]
-    if bad:
-        raise UserError("rank %d: %s" % bad[0])
-    first: dict[str, int] = {}
-    for r, (h, _, _) in enumerate(hosts):
-        first.setdefault(h, r)
-    base = None
-    if first[host] == rank:                         # the first rank on this address picks the block
-        total = sum(n for h, n, _ in hosts if h == host)
-        try:
-            base = free_port_block(host, max(1, total), port_base)
-        except UserError as e:
-            err = str(e)
-    bases = comm.allgather((base, err))
-    bad = [(r, e) for r, (_, e) in enumerate(bases) if e]
-    if bad:
-        raise UserError("rank %d: %s" % bad[0])
-    amap: dict[tuple[str, int], tuple[str, int]] = {}
-    next_port = {h: bases[r][0] for h, r in first.items()}
-    for r, group in enumerate(groups):
-        h = hosts[r][0]
-        names = set(group)
-        for k in keys:
-            if k[0] in names:
-                amap[k] = (h, next_port[h])
-                next_port[h] += 1
-    return amap, [h for h, _, _ in hosts]
 
 
 def _wait(pool: WorkerPool, watch: float, lines: Lifelines) -> tuple[Worker | None, Event | None]:
@@ -247,11 +169,11 @@ def _wait(pool: WorkerPool, watch: float, lines: Lifelines) -> tuple[Worker | No
 def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Path | None = None,
             dilation: float = DEFAULT_DILATION, port_base: int = DEFAULT_PORT_BASE, iface: str | None = None,
             realtime: bool = True, watchdog: float = WATCHDOG, window: tuple[int, int] | None = None,
-            announce: bool = True, budget: Budget | None = None, allow_late: bool = False) -> MpiRun:
+            announce: bool = True, sync: str = "exact", allow_late: bool = False) -> MpiRun:
     """Run *scn* in real time over the ranks of ``MPI.COMM_WORLD``, one part per rank
     (see the module's text); rank 0 writes *out_dir* and the merged capture *pcap*.
-    *budget*, *allow_late*: the verdict and exit status of ``ibemu run --clock wall``
-    (:mod:`.pace`), from every rank's largest lag and slip."""
+    *sync*, *allow_late*: the synchronisation, verdict and exit status of ``ibemu run --clock wall``
+    (:mod:`.verdict`), from every rank's slips, lag and losses."""
     comm = _comm()
     rank, size = comm.Get_rank(), comm.Get_size()
     if rank == 0:
@@ -261,7 +183,7 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
     if len(groups) < size:
         raise UserError("%d ranks but %s has only %d parts to run (at most one rank per part): use mpiexec -n %d"
                         % (size, scn.name, len(groups), len(groups)))
-    amap, hosts = _plan_addresses(comm, fabric, groups, iface, port_base)
+    amap, hosts = plan_addresses(comm, fabric, groups, iface, port_base)
     _survive_failure_notice()
     key = comm.bcast(new_key() if rank == 0 else None, root=0)
     srv = Lifelines.listen(hosts[0]) if rank == 0 else None
@@ -271,7 +193,7 @@ def run_mpi(scn: Scenario, *, out_dir: str | Path | None = None, pcap: str | Pat
     try:
         return _run_rank(comm, scn, fabric, groups, hosts, amap, key, lines, out_dir=out_dir, pcap=pcap,
                          dilation=dilation, port_base=port_base, realtime=realtime, watchdog=watchdog, window=window,
-                         announce=announce, budget=budget, allow_late=allow_late)
+                         announce=announce, sync=sync, allow_late=allow_late)
     finally:
         lines.close()
 
@@ -280,7 +202,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
               amap: dict[tuple[str, int], tuple[str, int]], key: bytes, lines: Lifelines, *,
               out_dir: str | Path | None, pcap: str | Path | None, dilation: float,
               port_base: int, realtime: bool, watchdog: float, window: tuple[int, int] | None, announce: bool,
-              budget: Budget | None, allow_late: bool) -> MpiRun:
+              sync: str, allow_late: bool) -> MpiRun:
     """:func:`run_mpi` once the ranks know their parts, addresses, key and lifelines."""
     rank, size = comm.Get_rank(), comm.Get_size()
     out = Path(out_dir) if out_dir is not None else None
@@ -290,7 +212,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
     mapfile, scnfile = workdir / "addresses.toml", workdir / SCENARIO_FILE
     write_map(mapfile, amap)
     write_scenario(scnfile, scn)
-    args = _worker_args(scnfile, mapfile, dilation, realtime)
+    args = _worker_args(scnfile, mapfile, dilation, realtime, sync, size)
     other_error, error, dead, said = "", "", -1, ""
     t_wall = time.perf_counter()
     with WorkerPool(workdir, args, bool(pcap), watchdog) as pool:
@@ -339,13 +261,18 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
         mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
                 "pcap": cap, "t": last_t, "error": ""}
         return _after_death(rank, size, scn, fabric, dead, said, mine, lines, groups, hosts, workdir, out, pcap,
-                            dilation, wall, window, port_base, budget)
+                            dilation, wall, window, port_base, sync)
     times = comm.allgather(last_t)                   # the ranks' last emulated times, known to all
     st = (data or {}).get("runtime") or {}
-    paces = comm.allgather((int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0))))
-    validity = verdict({"max_slip_ps": max(sl for _, sl in paces),
-                        "workers": [{"worker": r, "max_lag_ps": lag} for r, (lag, _) in enumerate(paces)]},
-                       budget, who="rank")
+    paces: list[RankPace] = [RankPace(*p) for p in comm.allgather(RankPace(
+        int(st.get("max_lag_ps", 0)), int(st.get("max_slip_ps", 0)), int(st.get("slips", 0)),
+        int(st.get("datagrams_lost", 0)), st.get("effective_dilation")))]
+    effs = [p.effective_dilation for p in paces if p.effective_dilation]
+    validity = verdict({"max_slip_ps": max(p.max_slip_ps for p in paces), "slips": sum(p.slips for p in paces),
+                        "datagrams_lost": sum(p.datagrams_lost for p in paces), "dilation": dilation,
+                        "effective_dilation": max(effs) if effs else None,
+                        "workers": [{"worker": r, "max_lag_ps": p.max_lag_ps} for r, p in enumerate(paces)]},
+                       sync, time_scale(fabric.wiring, worker_map(groups)), who="rank")
     mine = {"rank": rank, "nodes": groups[rank], "host": hosts[rank], "pid": worker.proc.pid, "data": data,
             "pcap": cap, "t": times[rank], "error": error}
     everything = comm.gather(mine, root=0)
@@ -354,7 +281,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
         status = EXIT_INVALID
     if rank != 0:
         return MpiRun(status, rank, validity=validity)
-    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget)
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, sync)
     run.status = status                              # the same on every rank
     run.validity = validity if run.message == "" else run.validity      # a failed rank: partial, not valid
     return run
@@ -363,7 +290,7 @@ def _run_rank(comm: Any, scn: Scenario, fabric: Any, groups: list[list[str]], ho
 def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, said: str, mine: dict[str, Any],
                  lines: Lifelines, groups: list[list[str]], hosts: list[str], workdir: Path, out: Path | None,
                  pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
-                 port_base: int, budget: Budget | None) -> MpiRun:
+                 port_base: int, sync: str) -> MpiRun:
     """A rank process died (*dead*; this rank's worker is stopped): no MPI call any more,
     only the lifelines.  Rank 0 receives the other living ranks' parts and writes the
     partial outputs, marked ``"completed": false`` and ``"valid": false`` with the dead
@@ -404,7 +331,7 @@ def _after_death(rank: int, size: int, scn: Scenario, fabric: Any, dead: int, sa
                                "pcap": None, "t": 0, "error": "died: its process ended" if r == dead else
                                "its part did not reach rank 0"})
     everything.sort(key=lambda m: int(m["rank"]))
-    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, budget,
+    run = _finish(scn, fabric, everything, workdir, out, pcap, dilation, wall, window, port_base, sync,
                   failed_rank=dead)
     run.orphaned = True
     return run
@@ -450,7 +377,7 @@ def _wait_ready(pool: WorkerPool) -> Worker | None:
 
 def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdir: Path, out: Path | None,
             pcap: str | Path | None, dilation: float, wall: float, window: tuple[int, int] | None,
-            port_base: int, budget: Budget | None, failed_rank: int | None = None) -> MpiRun:
+            port_base: int, sync: str, failed_rank: int | None = None) -> MpiRun:
     """Rank 0: the ranks' parts merged into one result, output folder and capture.  A run
     with a failed rank (*failed_rank*, else the first with an error) is partial: not
     completed, and not valid, with that rank as the reason."""
@@ -463,11 +390,12 @@ def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdi
         parts.append(RankPart(m["rank"], m["nodes"], m["host"], m["pid"], m["data"],
                               workdir / ("rank%d.json" % m["rank"]), cap_path, m["t"], m["error"]))
     failed = next((p for p in parts if p.index == failed_rank or (failed_rank is None and p.error)), None)
-    outcome = Outcome(parts, wall, False, failed)     # type: ignore[arg-type]   # RankPart reads as a Worker
+    outcome = Outcome(parts, wall, False, failed, sync,  # type: ignore[arg-type]   # RankPart reads as a Worker
+                      time_scale(fabric.wiring, worker_map([p.nodes for p in parts])))
     recorded = any(p.data is not None for p in parts)
     with atomic_batch():
         result = collect(scn, fabric, outcome, dilation=dilation, port_base=port_base, pcap=pcap if recorded else None,
-                         window=window, out=out if recorded else None, budget=budget, who="rank")
+                         window=window, out=out if recorded else None, who="rank")
     result.runtime["ranks"] = [{"rank": p.index, "host": p.host, "nodes": p.nodes, "last_t_ps": p.t,
                                 "completed": bool(p.data and p.data.get("completed")), "error": p.error or None}
                                for p in parts]

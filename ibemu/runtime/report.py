@@ -26,18 +26,17 @@ def format_runtime_line(runtime: dict[str, Any]) -> str:
                      runtime["duplicates_dropped"]))
     if runtime.get("strangers") or runtime.get("bad_datagrams") or runtime.get("forged"):
         line += "\n" + _dropped_line(runtime)
-    if runtime.get("pace") == "together":     # issue 16 Deliver 5: the paced mode (pace.py)
-        emulated = max((w.get("emulated_ps", 0) for w in runtime.get("workers", [])), default=0)
-        effective = runtime["dilation"] + (runtime.get("pause_s", 0.0) * 1e12 / emulated if emulated else 0.0)
-        line += ("\npaced together: the workers waited %.2f s in all for late ones (effective dilation %.0f)"
-                 % (runtime.get("pause_s", 0.0), effective))
-    if runtime.get("overloaded"):
-        # the same lag the verdict judges, in both units: wall (what the worker saw) and
-        # emulated (the budget's), so that this line and the verdict's never seem to disagree
+    if runtime.get("sync") == "exact":
+        waits = ", ".join("worker %s %.2f s" % (w["worker"], w.get("wait_peers_s", 0.0))
+                          for w in runtime.get("workers", []) if w.get("wait_peers_s") is not None)
+        eff = runtime.get("effective_dilation")
+        line += ("\nexact: %s rounds; effective dilation %s (requested %g); wall time waiting for peers: %s"
+                 % (max((w.get("rounds", 0) for w in runtime.get("workers", [])), default=0),
+                    "%.4g" % eff if eff else "-", runtime.get("dilation") or 0, waits or "-"))
+    elif runtime.get("overloaded"):
         emulated_us = 1e6 * OVERLOAD / runtime["dilation"] if runtime.get("dilation") else 0.0
         line += ("\nwarning: worker %s fell more than %.0f ms of wall time (%.0f us emulated) behind "
-                 "the wall clock; the verdict below says whether the results stayed within the lag "
-                 "budget (a larger --dilation keeps them closer)" % (
+                 "the wall clock (--sync exact would run slower instead)" % (
                      ", ".join(map(str, runtime["overloaded"])), 1000 * OVERLOAD, emulated_us))
     return line
 

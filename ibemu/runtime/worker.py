@@ -190,12 +190,18 @@ class Heartbeat:
 LOCAL_DATAGRAMS_ENV = "IBEMU_LOCAL_DATAGRAMS"
 
 
-def local_datagrams_default() -> bool:
-    """Whether frames between nodes of one worker travel as real datagrams (default:
-    yes, so that every frame is seen on the loopback interface).  The environment
-    variable ``IBEMU_LOCAL_DATAGRAMS=0`` (inherited by the workers of ``ibemu run
-    --clock wall``) hands them over directly: the same results, a faster worker."""
-    return os.environ.get(LOCAL_DATAGRAMS_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+def local_datagrams_default(sync: str = "free") -> bool:
+    """Whether frames between nodes of one worker travel as real datagrams.  Default:
+    not with ``--sync exact`` (the scheduler hands them over in memory, as the virtual
+    clock does, and only frames between workers are datagrams: the same results, a
+    worker several times faster), yes with ``--sync free`` (so that every frame is seen
+    on the loopback interface).  The environment variable ``IBEMU_LOCAL_DATAGRAMS``
+    (inherited by the workers of ``ibemu run --clock wall``) says it for both: 1 to see
+    every frame on the loopback interface, 0 for speed."""
+    value = os.environ.get(LOCAL_DATAGRAMS_ENV)
+    if value is None:
+        return sync != "exact"
+    return value.strip().lower() not in ("0", "no", "false", "off")
 
 
 def describe_error(e: BaseException) -> str:
@@ -211,7 +217,8 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
                dilation: float, *, part: str | Path | None = None, pcap: str | Path | None = None,
                control: bool = False, start_at: float | None = None, parent: int = 0,
                drop_link_every: int = 0, realtime: bool = True, faults_until: int | None = None,
-               integrity: bool = False, key: bytes | None = None, pace: Any = None,
+               integrity: bool = False, key: bytes | None = None, sync: str = "exact",
+               sync_file: str | None = None, processes: int = 2,
                local_datagrams: bool | None = None) -> dict[str, Any]:
     """Run *node_names* of *scn* on the addresses of *amap*; return (and write to
     *part*) what they recorded.  Raises UserError for bad input.
@@ -223,8 +230,10 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
     *integrity*: attach a :class:`~ibemu.fabric.integrity.PayloadCheck` and put its
     record (digests in hex) in the part as ``integrity``.  *key*: the run's secret
     (:mod:`.delivery`); with *control* it is the first control line instead,
-    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1).  *pace*: a
-    :class:`~ibemu.runtime.pace.Pacer` (the paced mode, issue 16).  *local_datagrams*: whether the
+    ``{"cmd": "key", "key": HEX}`` (issue 14 item 1).  *sync*: ``exact`` (issue 27,
+    :mod:`.exact`; its messages through the shared *sync_file* of a one-host run, else as
+    datagrams; *processes*: how many processes take part, this one included) or ``free``.
+    *local_datagrams*: whether the
     frames between nodes of this worker travel as datagrams (:class:`~.loop.NodeLoop`;
     None: as :func:`local_datagrams_default` says)."""
     ctl = Control() if control else None
@@ -234,8 +243,10 @@ def run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[str
             _die_with_parent(parent)
         return _run_worker(scn, node_names, amap, dilation, ctl, beat, part=part, pcap=pcap,
                            start_at=start_at, drop_link_every=drop_link_every, realtime=realtime,
-                           faults_until=faults_until, integrity=integrity, key=key, pace=pace,
-                           local_datagrams=local_datagrams_default() if local_datagrams is None else local_datagrams)
+                           faults_until=faults_until, integrity=integrity, key=key, sync=sync,
+                           sync_file=sync_file, processes=processes,
+                           local_datagrams=(local_datagrams_default(sync) if local_datagrams is None
+                                            else local_datagrams))
     finally:
         if beat is not None:
             beat.stop()
@@ -245,7 +256,8 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
                 dilation: float, ctl: Control | None, beat: Heartbeat | None, *, part: str | Path | None,
                 pcap: str | Path | None, start_at: float | None, drop_link_every: int, realtime: bool,
                 faults_until: int | None, integrity: bool, key: bytes | None,
-                local_datagrams: bool, pace: Any = None) -> dict[str, Any]:
+                local_datagrams: bool, sync: str = "exact", sync_file: str | None = None,
+                processes: int = 2) -> dict[str, Any]:
     """:func:`run_worker` once the control channel and its heartbeat run."""
     scheduling = raise_priority(realtime)
     metrics = new_metrics(scn)
@@ -267,9 +279,9 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
     loop = NodeLoop(nodes, fabric.wiring, amap, dilation, scn.duration, capture=capture,
                     rcvbuf=_rcvbuf,
                     drop_link_every=drop_link_every, faults=engine_faults(fabric.injectors),
-                    faults_until=faults_until, key=key, local_datagrams=local_datagrams)
+                    faults_until=faults_until, key=key, local_datagrams=local_datagrams,
+                    sync=sync, sync_file=sync_file, workers=processes)
     loop.on_overload = lower_priority
-    loop.pace = pace                    # [pace] issue 16 (helper V): None unless --pace together
     # port counters sampled as run_virtual samples them (only this worker's ports)
     here = set(node_names)
     ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]

@@ -1,8 +1,8 @@
-"""The one scheduler of both clocks (../shared/DESIGN.md §1 and §7; issue 12 item 3).
+"""The one scheduler of both clocks (../shared/DESIGN.md §1, §7 and §8; issues 12 and 27).
 
-A discrete-event loop over a heap of events keyed by (time, sequence), in the manner of
-SimPy's core.  Every event is an :class:`Event` ``(time, seq, kind, node, port, frame,
-link)`` (indexable like that tuple):
+A discrete-event loop over a heap of events, in the manner of SimPy's core.  Every event
+is an :class:`Event` ``(time, seq, kind, node, port, frame, link)`` (indexable like that
+tuple):
 
 - ``DELIVER``: *frame* arrives on *node*'s *port* at *time*; *link* is True for a
   link-layer (flow-control) packet;
@@ -15,12 +15,16 @@ link)`` (indexable like that tuple):
   duplicate filter ``accept(link_seq)``;
 - ``WAKE``: *node*'s own deadline (the earliest of its ``timers``) is due.
 
-*seq* numbers the events in the order they are scheduled, so that events of one instant
-run first in, first out.  After each event the scheduler takes the node's transmissions
-(``outbox``) and arms its next deadline; it keeps, per node, the time of the earliest
-``WAKE`` it has pending (``sched_wake_at``) so that a deadline is scheduled once, not once
-per event.  Both per-node tables live on the node itself (:class:`SimNode`'s
-``sched_wake_at`` and ``sched_peers``), so the compiled core reads them as attributes.
+The order (issue 27 Deliver 2): events run in the order of their key ``(time, seq)``, and
+*seq* is derived from the model alone (:mod:`.order`: causal depth in the instant, node,
+port rank, link sequence), so that every placement of the nodes on processes, and the
+virtual clock, runs every node's events in one and the same order.
+
+After each event the scheduler takes the node's transmissions (``outbox``) and arms its
+next deadline; it keeps, per node, the time of the earliest ``WAKE`` it has pending
+(``sched_wake_at``) so that a deadline is scheduled once, not once per event.  Both
+per-node tables live on the node itself (:class:`SimNode`'s ``sched_wake_at`` and
+``sched_peers``), so the compiled core reads them as attributes.
 
 The virtual clock (:class:`ibemu.sim.engine.VirtualEngine`) runs this loop as fast as
 the CPU allows: a node's transmissions become ``DELIVER`` events at the peer port after
@@ -29,13 +33,19 @@ the link's propagation delay (the *peer* table).  The wall clock
 environment overrides one step:
 
 - *transmit*: a strategy that sends a node's outbox as datagrams instead of routing it
-  (frames then come back through :meth:`Scheduler.deliver`);
+  (frames then come back through :meth:`Scheduler.deliver`); it reads the running
+  event's time and depth from :attr:`Scheduler.cur_time` and :attr:`Scheduler.cur_depth`.
+  With :attr:`Scheduler.hybrid`, the loop routes itself the frames of every port that has
+  a peer (:meth:`connect`: the nodes of this process) and leaves only the others in the
+  outbox for *transmit* (the exact wall clock: frames between processes; issue 27);
+  *port_capture*, when set, then gets every frame with the port it leaves from;
 - *poll*: called after every ``poll_mask + 1``-th event of a run, to take in datagrams
   from other processes between events (it takes the place of *progress*);
 - *last_now*: the slip rule.  A node never sees a decreasing ``now``: an event behind
   the latest time its node has seen runs at that time instead; for deliveries this is a
-  *slip*, counted with its total and maximum.  On the virtual clock events come in time
-  order, so the rule could never act, and it is off (``None``).
+  *slip*, counted with its total and maximum.  On the virtual clock, and on the wall
+  clock synchronised exactly (:mod:`ibemu.runtime.exact`), events come in key order, so
+  the rule never acts.
 
 The hot loop (:meth:`Scheduler.run`) is written once, inlined: on the virtual clock the
 hooks cost a test of a local variable per event, no call.  This module is sans-I/O: it
@@ -46,103 +56,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from .heap import NATIVE, Ordered, heap_pop, heap_push, push
+from .heap import NATIVE, heap_pop, heap_push, push
+from .events import INF, Capture, Event, FaultyLink, Peer, PortCapture, PortPeer, SimNode
+from .order import (DEPTH_ONE, DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
+                    WAKE_PORT, arrival_order, depth_of, order, port_rank)
 
-INF: Final = 1 << 62
-"""A time after every event ("no deadline")."""
+__all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_ONE", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH",
+           "MAX_NODES", "MAX_PORT", "NODE_SHIFT", "PORT_SHIFT", "WAKE", "WAKE_PORT", "Capture", "Event", "FaultyLink",
+           "Peer", "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order",
+           "port_rank"]
+
 DELIVER: Final = 0
 WAKE: Final = 1
 DELIVER_FAULTY: Final = 2
 DELIVER_INTACT: Final = 3
-
-
-class SimNode:
-    """What the scheduler needs of a node (:class:`ibemu.fabric.node.Node` extends it):
-    it is handed frames and deadlines with the time as an argument, and leaves its
-    transmissions ``(port, frame, link, t_start)`` in ``outbox`` and its deadlines,
-    ordered and indexed like tuples that begin ``(t, seq, ...)``, in the heap ``timers``;
-    the loop reads the earliest with :meth:`deadline`.
-
-    A concrete base class rather than a protocol, so that the compiled core (issue 16)
-    calls a node's methods and reads its attributes natively instead of by name."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.outbox: list[Any] = []
-        self.timers: list[Any] = []
-        # the scheduler's (Scheduler.__init__ sets them): the time of the WAKE it has
-        # pending for this node, and where each port's frames go
-        self.sched_wake_at = INF
-        self.sched_peers: dict[int, Peer] = {}
-
-    def receive(self, port: int, frame: Any, link: bool, now: int, /) -> None:
-        raise NotImplementedError
-
-    def receive_intact(self, port: int, frame: Any, link: bool, now: int, /) -> None:
-        """:meth:`receive` for a frame that reached *port* exactly as a node of the same
-        fault-free scheduler built it (``DELIVER_INTACT``): its CRCs are right by
-        construction, so a node may skip computing them.  By default: :meth:`receive`."""
-        self.receive(port, frame, link, now)
-
-    def wake(self, now: int, /) -> None:
-        raise NotImplementedError
-
-    def start(self, now: int, /) -> None:
-        raise NotImplementedError
-
-    def next_deadline(self) -> int | None:
-        return self.timers[0][0] if self.timers else None
-
-    def deadline(self) -> int:
-        """:meth:`next_deadline` as an int, :data:`INF` for none (the hot loop's: no
-        boxing; :class:`ibemu.fabric.node.Node` reads its typed timers)."""
-        return self.timers[0][0] if self.timers else INF
-
-
-class Capture(Protocol):
-    """A capture file: every frame as it starts on a link."""
-
-    def write(self, time_ns: int, frame: Any, link: bool, /) -> None: ...
-
-
-class FaultyLink(Protocol):
-    """The fault injector of a directed link (:class:`ibemu.fabric.faults.LinkFaultInjector`)."""
-
-    def transmit(self, now: int, frame: Any, link: bool = False, /) -> list[Any]: ...
-
-    def accept(self, seq: int, /) -> bool: ...
-
-
-class Event(Ordered):
-    """One scheduled event ``(time, seq, kind, node, port, frame, link)`` (the module
-    text).  The heap orders events by (time, seq) as it ordered the tuples it held
-    before (issue 16): *seq* is unique, so the order is the same, but a native object
-    compares its two ints directly and holds them unboxed, where a tuple compared item
-    by item through the generic rich comparison and boxed every int (:mod:`.heap`).
-    ``event[i]`` reads the i-th field, as the tuple's did."""
-    __slots__ = ("kind", "node", "port", "frame", "link")
-
-    def __init__(self, time: int, seq: int, kind: int, node: SimNode, port: int, frame: Any,
-                 link: Any) -> None:
-        self.time = time
-        self.seq = seq
-        self.kind = kind
-        self.node = node
-        self.port = port
-        self.frame = frame
-        self.link = link
-
-    def __getitem__(self, i: int) -> Any:
-        return (self.time, self.seq, self.kind, self.node, self.port, self.frame, self.link)[i]
-
-    def __len__(self) -> int:
-        return 7
-
-Peer = tuple[SimNode, int, int, "FaultyLink | None"]
-"""Where a port's frames go: ``(peer node, peer port, propagation ps, injector)``."""
-
 
 class Scheduler:
     """The heap, the dispatch and the deadline bookkeeping of a set of *nodes*.
@@ -156,23 +85,39 @@ class Scheduler:
         self.nodes: list[SimNode] = list(nodes)
         self.capture = capture
         self.heap: list[Event] = []
-        self.seq = 0
         self.now = 0                    # every event before it has run
+        self.cur_time = 0               # the running event's time and depth (transmit reads them)
+        self.cur_depth = 0
         self.events = 0
         self.frames = 0                 # frames routed across links (frame-hops)
         # frames routed from node to node arrive as DELIVER_INTACT (no CRC checks); set
         # by VirtualEngine for a run without fault injectors, never on the wall clock,
         # whose frames come in from other processes (the module text)
         self.intact = False
-        for n in self.nodes:
+        for i, n in enumerate(self.nodes):
+            if n.sched_id < 0:
+                n.sched_id = i
+            if n.sched_id >= MAX_NODES:
+                raise ValueError("at most %d nodes, got node index %d" % (MAX_NODES, n.sched_id))
             n.sched_wake_at = INF
+            n.sched_wake_key = order(0, n.sched_id, WAKE_PORT)
             n.sched_peers = {}
         # the wall clock's hooks (ibemu.runtime.loop)
         self.transmit: Callable[[SimNode], None] | None = None
+        self.hybrid = False
+        self.port_capture: PortCapture | None = None
         self.poll: Callable[[], None] | None = None
         self.poll_mask = 1
         self.last_now: dict[SimNode, int] | None = None
+        # the exact wall clock's window clip: no event at or after (clip_time, clip_seq)
+        # runs (set by transmit when a frame leaves for another process, :meth:`clip`)
+        self.clip_time = INF
+        self.clip_seq = 0
+        # the exact wall clock: every event before (floor_time, floor_seq) has run
+        self.floor_time = 0
+        self.floor_seq = 0
         self.slips = 0
+        self.last_slip: tuple[Any, ...] = ()
         self.slip_ps = 0
         self.max_slip_ps = 0
 
@@ -181,20 +126,41 @@ class Scheduler:
                 injector: FaultyLink | None = None) -> None:
         """*node*'s frames on *port* arrive at *peer*'s *peer_port* after *propagation* ps
         (through *injector*, a faulty link, when given)."""
-        node.sched_peers[port] = (peer, peer_port, propagation, injector)
+        if peer.sched_id < 0:
+            raise ValueError("node %s has no index (sched_id)" % peer.name)
+        if peer_port > MAX_PORT or port > MAX_PORT:
+            raise ValueError("port numbers above %d are not supported" % MAX_PORT)
+        node.sched_peers[port] = PortPeer(peer, peer_port, propagation, injector)
 
-    def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool) -> None:
-        """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in)."""
-        self.seq += 1
-        push(self.heap, Event(t, self.seq, DELIVER, node, port, frame, link))
+    def depth_at(self, t: int) -> int:
+        """The depth field (shifted) of an event made now for time *t* (the module text)."""
+        if t != self.cur_time:
+            return 0
+        d = self.cur_depth + 1
+        return (d if d < MAX_DEPTH else MAX_DEPTH) << DEPTH_SHIFT
+
+    def deliver(self, t: int, node: SimNode, port: int, frame: Any, link: bool,
+                depth: int = 0, link_seq: int = 0) -> None:
+        """Schedule *frame*'s arrival on *node*'s *port* at *t* (a datagram taken in: its
+        shim's *depth* and sequence number *link_seq*).  A frame whose key is before
+        :attr:`floor` (the exact wall clock: every event before it has run) counts as a
+        slip: a broken promise."""
+        seq = arrival_order(depth, t, node.sched_id, port, link_seq)
+        if t < self.floor_time or (t == self.floor_time and seq < self.floor_seq):
+            d = self.floor_time - t
+            self.last_slip = (node.name, DELIVER, port, t, seq, self.floor_time)
+            self.slips += 1
+            self.slip_ps += d
+            if d > self.max_slip_ps:
+                self.max_slip_ps = d
+        push(self.heap, Event(t, seq, DELIVER, node, port, frame, link))
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
         d = node.next_deadline()
         if d is not None and d < node.sched_wake_at:
             node.sched_wake_at = d
-            self.seq += 1
-            push(self.heap, Event(d, self.seq, WAKE, node, 0, None, False))
+            push(self.heap, Event(d, node.sched_wake_key | self.depth_at(d), WAKE, node, 0, None, False))
 
     def route(self, node: SimNode) -> None:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
@@ -202,78 +168,128 @@ class Scheduler:
         heap = self.heap
         peers = node.sched_peers
         cap = self.capture
+        pcap = self.port_capture
         kind = DELIVER_INTACT if self.intact else DELIVER
-        for port, frame, link, t0 in node.outbox:
+        rest: list[Any] = []
+        for item in node.outbox:
+            port, frame, link, t0 = item
             if cap is not None:
                 cap.write(t0 // 1000, frame, link)
+            if pcap is not None:
+                pcap.write_port(node, port, t0 // 1000, frame, link)
             target = peers.get(port)
             if target is None:
+                if self.hybrid:
+                    rest.append(item)           # to another process: transmit's
                 continue                        # unconnected port: the frame goes nowhere
-            peer, pport, prop, inj = target
+            target.sent += 1
+            inj = target.inj
             if inj is not None:
-                for extra, f2, lseq in inj.transmit(t0, frame, link):
-                    self.seq += 1
+                for extra, f2, fseq in inj.transmit(t0, frame, link):
                     self.frames += 1
-                    push(heap, Event(t0 + prop + extra, self.seq, DELIVER_FAULTY, peer, pport,
-                                    f2, (link, lseq, inj)))
+                    at = t0 + target.prop + extra
+                    key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
+                    push(heap, Event(at, key | self.depth_at(at), DELIVER_FAULTY, target.peer,
+                                     target.pport, f2, (link, fseq, inj)))
                 continue
-            self.seq += 1
             self.frames += 1
-            push(heap, Event(t0 + prop, self.seq, kind, peer, pport, frame, link))
+            at = t0 + target.prop
+            key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
+            push(heap, Event(at, key | self.depth_at(at), kind, target.peer, target.pport, frame, link))
         node.outbox.clear()
+        if rest and self.transmit is not None:
+            node.outbox.extend(rest)
+            self.transmit(node)
 
     def after(self, node: SimNode) -> None:
         """Take *node*'s transmissions and arm its next deadline (after the node was
         driven from outside the loop: started, or given a timer)."""
         if node.outbox:
-            if self.transmit is None:
+            if self.transmit is None or self.hybrid:
                 self.route(node)
             else:
                 self.transmit(node)
         self.arm(node)
 
     def start(self, t: int = 0) -> None:
-        """Start every node at *t*."""
+        """Start every node at *t* (an instant of depth 0: what they make for *t* has depth 1)."""
+        self.cur_time, self.cur_depth = t, 0
         for node in self.nodes:
             node.start(t)
             self.after(node)
 
+    def clip(self, t: int, seq: int) -> None:
+        """Run nothing at or after key ``(t, seq)`` until :meth:`unclip` (the exact wall
+        clock: a frame sent to another process may be answered from that key on,
+        :mod:`ibemu.runtime.syncproto`)."""
+        if t < self.clip_time or (t == self.clip_time and seq < self.clip_seq):
+            self.clip_time = t
+            self.clip_seq = seq
+
+    def unclip(self) -> None:
+        self.clip_time = INF
+        self.clip_seq = 0
+
+    def next_key(self) -> tuple[int, int]:
+        """The key ``(time, seq)`` of the earliest pending event; ``(INF, 0)`` for none."""
+        heap = self.heap
+        if not heap:
+            return INF, 0
+        top = heap[0]
+        return top.time, top.seq
+
     # ------------------------------------------------------------------ the hot loop
     def run(self, until: int, progress: Callable[[int], object] | None = None,
-            progress_step: int = 0) -> None:
-        """Run every event before time *until* (ps), in (time, seq) order.
+            progress_step: int = 0, until_seq: int = 0) -> None:
+        """Run every event whose key is before ``(until, until_seq)`` (ps; with the default
+        *until_seq*: every event before time *until*), in key order.
         *progress(now)* is called about every *progress_step* ps of emulated time."""
         heap = self.heap
         pop, push_ = heappop, heappush      # pure Python's heap, as locals: faster
         native = NATIVE                     # the compiled core's heap (.heap): native calls
         k_deliver, k_wake, k_faulty, k_intact, inf = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, INF
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
+        lmask = LSEQ_MASK
+        dshift = DEPTH_SHIFT
+        nshift = NODE_SHIFT
+        pshift = PORT_SHIFT
+        max_depth = MAX_DEPTH
         cap = self.capture
         transmit = self.transmit
+        hybrid = self.hybrid
+        pcap = self.port_capture
         poll = self.poll
         poll_mask = self.poll_mask
         last = self.last_now
         next_report = self.now + progress_step if progress is not None else INF
         events = 0
         frames = 0
-        seq = self.seq
         if poll is not None:
             next_report = -INF                  # the wall clock: poll in place of progress
-        while heap and heap[0].time < until:
-            ev: Event = heap_pop(heap) if native else pop(heap)
+        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+            until, until_seq = self.clip_time, self.clip_seq
+        while heap:
+            ev: Event = heap[0]
             t = ev.time
+            if t >= until and (t > until or ev.seq >= until_seq):
+                break
+            ev = heap_pop(heap) if native else pop(heap)
             kind = ev.kind
             node = ev.node
             port = ev.port
             frame = ev.frame
             link = ev.link
+            depth = ev.seq >> dshift
+            nd = depth + 1 if depth < max_depth else max_depth
+            dnext = nd << dshift                # the depth of what this event makes for time t
             events += 1
             now = t
-            if last is not None:                # the slip rule (wall clock)
+            if last is not None:                # the slip rule (free-running wall clock)
                 seen = last[node]
                 if t < seen:
                     if kind != k_wake:
                         d = seen - t
+                        self.last_slip = (node.name, kind, port, t, ev.seq, seen)
                         self.slips += 1
                         self.slip_ps += d
                         if d > self.max_slip_ps:
@@ -297,38 +313,60 @@ class Scheduler:
             # the node's transmissions, then its next deadline (inlined route, arm)
             outbox = node.outbox
             if outbox:
-                if transmit is None:
+                if transmit is None or hybrid:
                     peers = node.sched_peers
-                    for p, f, lk, t0 in outbox:
+                    rest: list[Any] | None = None
+                    for item in outbox:
+                        p, f, lk, t0 = item
                         if cap is not None:
                             cap.write(t0 // 1000, f, lk)
+                        if pcap is not None:
+                            pcap.write_port(node, p, t0 // 1000, f, lk)
                         target = peers.get(p)
-                        if target is not None:
-                            inj = target[3]
+                        if target is None:
+                            if hybrid:          # to another process: transmit's
+                                if rest is None:
+                                    rest = []
+                                rest.append(item)
+                        else:
+                            target.sent += 1
+                            at = t0 + target.prop
+                            pid = target.pid
+                            key = (pid << nshift) | (port_rank(at, pid, target.pport) << pshift) | (target.sent & lmask)
+                            inj = target.inj
                             if inj is None:
-                                seq += 1
                                 frames += 1
-                                ev = Event(t0 + target[2], seq, k_route, target[0], target[1], f, lk)
+                                ev = Event(at, key | dnext if at == t else key, k_route, target.peer,
+                                           target.pport, f, lk)
                                 if native:
                                     heap_push(heap, ev)
                                 else:
                                     push_(heap, ev)
                             else:
-                                for extra, f2, lseq in inj.transmit(t0, f, lk):
-                                    seq += 1
+                                for extra, f2, fseq in inj.transmit(t0, f, lk):
                                     frames += 1
-                                    push(heap, Event(t0 + target[2] + extra, seq, k_faulty,
-                                                     target[0], target[1], f2, (lk, lseq, inj)))
+                                    a2 = at + extra
+                                    push(heap, Event(a2, key | dnext if a2 == t else key, k_faulty,
+                                                     target.peer, target.pport, f2, (lk, fseq, inj)))
                     outbox.clear()
+                    if rest is not None and transmit is not None:
+                        outbox.extend(rest)
+                        self.cur_time = t
+                        self.cur_depth = depth
+                        transmit(node)          # may clip the run
+                        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+                            until, until_seq = self.clip_time, self.clip_seq
                 else:
-                    self.seq = seq
-                    transmit(node)              # may schedule deliveries
-                    seq = self.seq
+                    self.cur_time = t
+                    self.cur_depth = depth
+                    transmit(node)              # may schedule deliveries, or clip the run
+                    if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+                        until, until_seq = self.clip_time, self.clip_seq
             d = node.deadline()
             if d < node.sched_wake_at:
                 node.sched_wake_at = d
-                seq += 1
-                ev = Event(d, seq, k_wake, node, 0, None, False)
+                ev = Event(d, node.sched_wake_key | dnext if d == t else node.sched_wake_key, k_wake,
+                           node, 0, None, False)
                 if native:
                     heap_push(heap, ev)
                 else:
@@ -336,14 +374,11 @@ class Scheduler:
             if t >= next_report:
                 if poll is not None:
                     if events & poll_mask == poll_mask:
-                        self.seq = seq
                         poll()                  # may schedule deliveries
-                        seq = self.seq
                 elif progress is not None:
                     self.now = t
                     progress(t)
                     next_report = t + progress_step
-        self.seq = seq
         self.frames += frames
         self.events += events
         self.now = until

@@ -1,14 +1,26 @@
-"""The UDP encapsulation ibemu puts on the wire between emulated ports.
+"""The UDP encapsulation ibemu puts on the wire between emulated ports (version 2, issue 27).
 
 Every datagram is a 16-byte shim followed by one InfiniBand frame::
 
-    magic 'iB' (2) | version (1) | kind (1) | seq (4) | time_ns (8)     big-endian
+    magic 'iB' (2) | version 2 (1) | flags (1) | seq (4) | time_ps (8)     big-endian
+
+    flags = kind (bits 0-1) | depth << 2 (bits 2-7)
 
 *kind* tells an IBA packet (0, the frame starts at the LRH) from a link flow-control
-packet (1) -- on a real link the physical layer's start delimiters do that.  *seq* is a
-per-link datagram sequence number (lost or reordered datagrams are detected and counted
-by the receiver) and *time_ns* the emulated send time, so a receiver accounts in emulated
-time even when its own wake-ups are late (../shared/DESIGN.md §4).
+packet (1) -- on a real link the physical layer's start delimiters do that -- and from a
+synchronisation message of the exact wall clock (2, :mod:`ibemu.runtime.syncproto`;
+docs/sync-protocol.md), which carries no frame and consumes no sequence number.  *seq*
+is a per-link datagram sequence number (lost or reordered datagrams are detected and
+counted by the receiver; it is also the frame's *link_seq* in the order of simultaneous
+events, :func:`ibemu.sim.scheduler.order`) and *time_ps* the emulated time (picoseconds)
+at which the frame's first bit left the sender, so a receiver accounts in emulated time
+even when its own wake-ups are late (../shared/DESIGN.md §4).  *depth* is the depth of
+the frame's arrival event at its instant (:mod:`ibemu.sim.scheduler`): 0 when it arrives
+later than the event that sent it, else that event's depth plus one.
+
+Version 1 carried the time in nanoseconds, rounded up, and no depth: the receiver could
+not put a frame at the very picosecond, nor in the very place among simultaneous events,
+where the virtual clock puts it.
 
 Authentication (issue 14 item 1): the runtime follows the frame with a :data:`TAG_LEN`
 byte tag, keyed BLAKE2b (RFC 7693's keyed mode, a MAC) over the shim and the frame::
@@ -28,11 +40,15 @@ import struct
 from typing import Final
 
 MAGIC = b"iB"
-VERSION = 1
-KIND_PACKET, KIND_LINK = 0, 1
+VERSION = 2
+KIND_PACKET, KIND_LINK, KIND_SYNC = 0, 1, 2
+KIND_MASK: Final = 3
+DEPTH_BITS: Final = 2
+"""*depth* is ``flags >> DEPTH_BITS``; *kind* is ``flags & KIND_MASK``."""
+MAX_SHIM_DEPTH = 63
 SHIM_LEN = 16
 SHIM: Final = struct.Struct(">2sBBIQ")
-"""The shim's layout, (magic, version, kind, seq, time_ns): for the runtime's hot path,
+"""The shim's layout, (magic, version, flags, seq, time_ps): for the runtime's hot path,
 which binds ``SHIM.pack`` and ``SHIM.unpack_from`` to locals and checks the fields
 itself; elsewhere :func:`pack_shim` and :func:`unpack_shim`."""
 DEFAULT_PORT_BASE = 18600
@@ -40,23 +56,32 @@ DEFAULT_PORT_BASE = 18600
 DEFAULT_PORT_COUNT = 2000
 
 
-def pack_shim(kind: int, seq: int, time_ns: int, *, version: int = VERSION) -> bytes:
-    """The shim of a datagram: *seq* and *time_ns* wrap to their widths; *kind* and
-    *version* (another one only to fuzz a receiver) are bytes, not checked."""
-    return SHIM.pack(MAGIC, version, kind, seq & 0xFFFFFFFF, time_ns & 0xFFFFFFFFFFFFFFFF)
+def pack_shim(kind: int, seq: int, time_ps: int, *, version: int = VERSION, depth: int = 0) -> bytes:
+    """The shim of a datagram: *seq* and *time_ps* wrap to their widths; *kind* (with
+    *depth*, capped at 63, in the flags byte) and *version* (another one only to fuzz a
+    receiver) are not checked."""
+    flags = (kind | (min(depth, MAX_SHIM_DEPTH) << DEPTH_BITS)) & 0xFF
+    return SHIM.pack(MAGIC, version, flags, seq & 0xFFFFFFFF, time_ps & 0xFFFFFFFFFFFFFFFF)
+
+
+def shim_depth(buf: bytes | bytearray | memoryview) -> int:
+    """The *depth* of a datagram's shim (no checks)."""
+    return int(buf[3]) >> DEPTH_BITS
 
 
 def unpack_shim(buf: bytes | bytearray | memoryview) -> tuple[int, int, int]:
-    """Return (kind, seq, time_ns); raise ValueError when it is not an ibemu datagram."""
+    """Return (kind, seq, time_ps); raise ValueError when it is not an ibemu datagram
+    (:func:`shim_depth` reads the depth)."""
     if len(buf) < SHIM_LEN:
         raise ValueError("datagram shorter than the shim")
     magic: bytes
     version: int
-    kind: int
+    flags: int
     seq: int
     t: int
-    magic, version, kind, seq, t = SHIM.unpack_from(buf, 0)
-    if magic != MAGIC or version != VERSION or kind not in (KIND_PACKET, KIND_LINK):
+    magic, version, flags, seq, t = SHIM.unpack_from(buf, 0)
+    kind = flags & KIND_MASK
+    if magic != MAGIC or version != VERSION or kind > KIND_SYNC:
         raise ValueError("not an ibemu datagram")
     return kind, seq, t
 

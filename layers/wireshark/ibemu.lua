@@ -8,11 +8,18 @@
 --
 -- What it adds to stock Wireshark:
 --
---  * "ibemu" -- the 16-byte UDP shim of ibemu/wire/shim.py:
---        magic 'iB' (2) | version (1) | kind (1) | seq (4) | time_ns (8)   big-endian
+--  * "ibemu" -- the 16-byte UDP shim of ibemu/wire/shim.py (version 2):
+--        magic 'iB' (2) | version 2 (1) | flags (1) | seq (4) | time_ps (8)   big-endian
+--        flags = kind (bits 0-1) | depth << 2 (bits 2-7)
 --    recognised heuristically on any UDP port (and selectable with Decode As on
 --    udp.port).  kind 0: the rest is an InfiniBand packet from the LRH on, handed to
---    the built-in "infiniband" dissector; kind 1: a link flow-control packet.
+--    the built-in "infiniband" dissector; kind 1: a link flow-control packet; kind 2: a
+--    synchronisation message of the exact wall clock (no frame, no sequence number:
+--    phase u8 | step u8 | 6 zero bytes | round u64 | a u64 | b u64 | c u64, 40 bytes,
+--    ibemu/runtime/syncproto.py), shown as ibemu.sync.* and never handed to the
+--    InfiniBand dissector.  ibemu.time_ps is the emulated time (picoseconds) at which
+--    the frame's first bit left the sender, ibemu.depth the depth of its arrival event
+--    among the events of that instant.  Version 1 (time in ns, no depth) is not read.
 --    The emulation's datagrams end with a 16-byte MAC tag (keyed BLAKE2b over shim and
 --    frame, issue 14): bytes past the frame's own length (a link packet's 6, an IB
 --    packet's PktLen words plus the VCRC) are shown as "ibemu.tag", not given to the
@@ -36,8 +43,9 @@
 -- The LPCRC below is read least significant byte first and checked.
 
 local SHIM_LEN = 16
-local SHIM_VERSION = 1
-local KIND_PACKET, KIND_LINK = 0, 1
+local SHIM_VERSION = 2
+local KIND_PACKET, KIND_LINK, KIND_SYNC = 0, 1, 2
+local SYNC_LEN = 40
 local LINK_LEN = 6
 local TAG_LEN = 16
 local LRH_LEN, GRH_LEN, BTH_LEN = 8, 40, 12
@@ -50,14 +58,24 @@ local ib_dissector = Dissector.get("infiniband")
 
 local p_ibemu = Proto("ibemu", "ibemu UDP shim")
 
-local kind_names = { [KIND_PACKET] = "InfiniBand packet", [KIND_LINK] = "link packet" }
+local kind_names = { [KIND_PACKET] = "InfiniBand packet", [KIND_LINK] = "link packet",
+                     [KIND_SYNC] = "sync message (exact clock)" }
+local phase_names = { [1] = "A (frames sent)", [2] = "B (promise)" }
 
 local f_magic   = ProtoField.string("ibemu.magic", "Magic")
 local f_version = ProtoField.uint8("ibemu.version", "Version", base.DEC)
 local f_tag = ProtoField.bytes("ibemu.tag", "MAC tag (BLAKE2b-128)")
-local f_kind    = ProtoField.uint8("ibemu.kind", "Kind", base.DEC, kind_names)
+local f_flags   = ProtoField.uint8("ibemu.flags", "Flags", base.HEX)
+local f_kind    = ProtoField.uint8("ibemu.kind", "Kind", base.DEC, kind_names, 0x03)
+local f_depth   = ProtoField.uint8("ibemu.depth", "Depth (among the instant's events)", base.DEC, nil, 0xFC)
 local f_seq     = ProtoField.uint32("ibemu.seq", "Sequence number", base.DEC)
-local f_time    = ProtoField.uint64("ibemu.time_ns", "Emulated send time (ns)", base.DEC)
+local f_time    = ProtoField.uint64("ibemu.time_ps", "Emulated send time (ps)", base.DEC)
+local f_sync_phase = ProtoField.uint8("ibemu.sync.phase", "Phase", base.DEC, phase_names)
+local f_sync_step  = ProtoField.uint8("ibemu.sync.step", "Step", base.DEC)
+local f_sync_round = ProtoField.uint64("ibemu.sync.round", "Round", base.DEC)
+local f_sync_a  = ProtoField.uint64("ibemu.sync.a", "a (A: frames sent; B: key time, ps)", base.DEC)
+local f_sync_b  = ProtoField.uint64("ibemu.sync.b", "b (B: key seq)", base.DEC)
+local f_sync_c  = ProtoField.uint64("ibemu.sync.c", "c (B: idle bits)", base.HEX)
 local f_cn      = ProtoField.uint8("ibemu.cn", "BTH FECN/BECN byte", base.HEX)
 local f_fecn    = ProtoField.uint8("ibemu.fecn", "FECN", base.DEC, nil, 0x80,
                                    "Forward Explicit Congestion Notification (BTH)")
@@ -67,7 +85,13 @@ local f_becn    = ProtoField.uint8("ibemu.becn", "BECN", base.DEC, nil, 0x40,
 local f_stored  = ProtoField.uint32("ibemu.stored", "Bytes stored (snap length)", base.DEC)
 local f_linklabel = ProtoField.string("ibemu.link", "Directed link")
 
-p_ibemu.fields = { f_magic, f_version, f_kind, f_seq, f_time, f_cn, f_fecn, f_becn, f_tag, f_stored, f_linklabel }
+p_ibemu.fields = { f_magic, f_version, f_flags, f_kind, f_depth, f_seq, f_time, f_cn, f_fecn, f_becn,
+                   f_tag, f_stored, f_linklabel, f_sync_phase, f_sync_step, f_sync_round,
+                   f_sync_a, f_sync_b, f_sync_c }
+
+local e_bad_sync = ProtoExpert.new("ibemu.sync.bad", "Sync message not 40 bytes",
+                                   expert.group.MALFORMED, expert.severity.ERROR)
+p_ibemu.experts = { e_bad_sync }
 
 -- The links of a live capture: the run's address map (parts/addresses.toml of the run
 -- folder, or the file of `ibemu node --make-map`) names, per sending port, its UDP port
@@ -245,21 +269,60 @@ local function is_shim(tvb)
     return tvb:len() >= SHIM_LEN
         and tvb(0, 2):string() == "iB"
         and tvb(2, 1):uint() == SHIM_VERSION
-        and tvb(3, 1):uint() <= KIND_LINK
+        and bit32.band(tvb(3, 1):uint(), 3) <= KIND_SYNC
+end
+
+-- A synchronisation message of the exact clock (kind 2): *len* bytes of tvb from *o*,
+-- the bytes after the shim (the MAC tag excluded).
+local function dissect_sync(tvb, o, len, pinfo, item)
+    pinfo.cols.protocol = "ibemu sync"
+    if len ~= SYNC_LEN then
+        item:add_proto_expert_info(e_bad_sync, string.format(
+            "Sync message of %d bytes, expected %d", len, SYNC_LEN))
+        pinfo.cols.info = "Malformed sync message"
+        return
+    end
+    local phase, step = tvb(o, 1):uint(), tvb(o + 1, 1):uint()
+    local sub = item:add(p_ibemu, tvb(o, SYNC_LEN), "Sync message (exact clock)")
+    sub:add(f_sync_phase, tvb(o, 1))
+    sub:add(f_sync_step, tvb(o + 1, 1))
+    sub:add(f_sync_round, tvb(o + 8, 8))
+    sub:add(f_sync_a, tvb(o + 16, 8))
+    sub:add(f_sync_b, tvb(o + 24, 8))
+    sub:add(f_sync_c, tvb(o + 32, 8))
+    local rnd = tostring(tvb(o + 8, 8):uint64())
+    local summary
+    if phase == 1 then
+        summary = string.format("Sync A round %s: %s frames sent", rnd, tostring(tvb(o + 16, 8):uint64()))
+    elseif phase == 2 then
+        summary = string.format("Sync B round %s step %d: key (%s ps, %s)", rnd, step,
+                                tostring(tvb(o + 16, 8):uint64()), tostring(tvb(o + 24, 8):uint64()))
+    else
+        summary = string.format("Sync phase %d round %s", phase, rnd)
+    end
+    sub:append_text(", " .. summary)
+    pinfo.cols.info = summary
 end
 
 local function dissect_shim(tvb, pinfo, tree)
     if not is_shim(tvb) then return 0 end
-    local kind = tvb(3, 1):uint()
+    local flags = tvb(3, 1):uint()
+    local kind, depth = bit32.band(flags, 3), bit32.rshift(flags, 2)
     local seq = tvb(4, 4):uint()
     local item = tree:add(p_ibemu, tvb(0, SHIM_LEN))
     item:add(f_magic, tvb(0, 2))
     item:add(f_version, tvb(2, 1))
-    item:add(f_kind, tvb(3, 1))
+    local fl = item:add(f_flags, tvb(3, 1))
+    fl:add(f_kind, tvb(3, 1))
+    fl:add(f_depth, tvb(3, 1))
     item:add(f_seq, tvb(4, 4))
     item:add(f_time, tvb(8, 8))
-    item:append_text(string.format(", %s, seq %d, t=%s ns",
-                                   kind_names[kind], seq, tostring(tvb(8, 8):uint64())))
+    if kind == KIND_SYNC then
+        item:append_text(", " .. kind_names[kind])
+    else
+        item:append_text(string.format(", %s, seq %d, t=%s ps, depth %d",
+                                       kind_names[kind], seq, tostring(tvb(8, 8):uint64()), depth))
+    end
     pinfo.cols.protocol = "ibemu"
     local label = link_labels()[pinfo.src_port]
     if label then
@@ -269,7 +332,9 @@ local function dissect_shim(tvb, pinfo, tree)
     -- the frame's own length; what follows it is the MAC tag
     local len = tvb:len() - SHIM_LEN
     local flen = len
-    if kind == KIND_LINK then
+    if kind == KIND_SYNC then
+        flen = SYNC_LEN
+    elseif kind == KIND_LINK then
         flen = LINK_LEN
     elseif len >= 6 then
         flen = bit32.band(tvb(SHIM_LEN + 4, 2):uint(), 0x7FF) * 4 + 2
@@ -277,6 +342,11 @@ local function dissect_shim(tvb, pinfo, tree)
     if len == flen + TAG_LEN then
         item:add(f_tag, tvb(SHIM_LEN + flen, TAG_LEN))
         len = flen
+    end
+    if kind == KIND_SYNC then
+        -- no frame: never handed to the InfiniBand dissector
+        dissect_sync(tvb, SHIM_LEN, len, pinfo, item)
+        return tvb:len()
     end
     local rest = tvb(SHIM_LEN, len):tvb()
     if kind == KIND_LINK then
@@ -293,7 +363,7 @@ function p_ibemu.dissector(tvb, pinfo, tree)
     return dissect_shim(tvb, pinfo, tree)
 end
 
--- Heuristic on UDP: magic 'iB', version 1, kind 0 or 1, at least 16 bytes
+-- Heuristic on UDP: magic 'iB', version 2, kind 0, 1 or 2, at least 16 bytes
 local function heur_shim(tvb, pinfo, tree)
     if not is_shim(tvb) then return false end
     dissect_shim(tvb, pinfo, tree)
