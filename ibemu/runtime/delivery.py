@@ -198,14 +198,8 @@ class SocketPorts:
                 ps.send_errors += 1             # counted; shows up as a loss at the peer
                 continue
             if lp is None:
-                if not self.exact:
-                    continue
-                # to another process: it may answer from the frame's arrival on (the next
-                # depth of that instant), so nothing from there on runs in this window
-                at = ts + ps.propagation
-                sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
-                if at < ps.win_t or (at == ps.win_t and depth << DEPTH_SHIFT < ps.win_s):
-                    ps.win_t, ps.win_s = at, depth << DEPTH_SHIFT     # (the exact clock's, syncshm)
+                if self.exact:
+                    self._sent_away(ps, ts + ps.propagation, depth)
                 continue
             # take it off the peer's socket (the common case inline; see drain for the rules)
             try:
@@ -249,10 +243,18 @@ class SocketPorts:
             if ps.local_peer is not None:
                 self._take_local(ps.local_peer, d)
             elif self.exact:
-                at = ts + extra + ps.propagation
-                self.sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
-                if at < ps.win_t or (at == ps.win_t and depth << DEPTH_SHIFT < ps.win_s):
-                    ps.win_t, ps.win_s = at, depth << DEPTH_SHIFT
+                self._sent_away(ps, ts + extra + ps.propagation, depth)
+
+    def _sent_away(self, ps: PortSocket, at: int, depth: int) -> None:
+        """The exact clock: a frame left for another process, arriving at *at* at *depth*.
+        That process may answer from there on (the next depth of that instant), so nothing
+        from there on runs in this window (:meth:`~ibemu.sim.scheduler.Scheduler.clip`);
+        and the frame is in flight until the peer takes it in (``win_t``, ``win_s``: the
+        least arrival key of the window's frames, :mod:`.syncshm`)."""
+        self.sched.clip(at, min(depth + 1, MAX_SHIM_DEPTH) << DEPTH_SHIFT)
+        seq = depth << DEPTH_SHIFT
+        if at < ps.win_t or (at == ps.win_t and seq < ps.win_s):
+            ps.win_t, ps.win_s = at, seq
 
     def _take_local(self, lp: PortSocket, sent: bytes) -> None:
         """Take the datagram *sent* just now to *lp* (a port of this process) off its

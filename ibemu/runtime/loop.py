@@ -44,6 +44,7 @@ from .delivery import PortSocket, SocketPorts
 from .exact import ExactDriver
 from .syncnet import NetSync
 from .syncshm import ShmSync
+from .verdict import SYNC_MODES
 
 SPIN = 0.002
 """Poll instead of sleeping when the next event is this close (wall seconds); 0: never."""
@@ -56,10 +57,6 @@ YIELD = 0.001
 """While events are due in quick succession the timer task steps without going through
 trio; it gives trio a turn (a checkpoint) at least every this many wall seconds."""
 """During a step, the sockets linked to other processes are polled every 2 events."""
-SYNC_MODES = ("exact", "free")
-"""``--sync``: exact (conservative synchronisation, :mod:`.exact`; the default) or free
-(every worker paces its own clock: for live demonstrations and peers that do not speak
-the promises)."""
 OVERLOAD = 0.05
 """A loop this far (wall seconds) behind the clock is *overloaded*: the dilation is too
 small for the machine.  Reported, and the worker gives up real-time priority."""

@@ -35,6 +35,9 @@ EXIT_INVALID = 4
 run is invalid and late results were not allowed.  0, 1 (a failed run or output), 2 (bad
 input) and 130 (interrupted) are taken; 3 is a worker whose controller is gone."""
 SYNC_MODES = ("exact", "free")
+"""``--sync``: exact (conservative synchronisation, :mod:`.exact`; the default) or free
+(every worker paces its own clock: for live demonstrations and peers that do not speak
+the promises)."""
 
 
 def format_time(ps: float) -> str:
