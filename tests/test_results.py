@@ -363,6 +363,17 @@ def test_progress_shows_emulated_ms_on_a_tty():
     assert "ms" in out and "10.00" in out
 
 
+def test_progress_of_a_wall_run_shows_the_effective_dilation():
+    """Issue 27 Deliver 3: the progress bar of a wall-clock run says the pace kept so far."""
+    import time
+    stream = _TTY()
+    with Progress(10 * PS_PER_MS, True, file=stream, pace=True) as p:
+        for t in range(0, 11 * PS_PER_MS, PS_PER_MS):
+            time.sleep(0.03)                    # tqdm redraws at most every 0.1 s
+            p.update(t)
+    assert "effective dilation" in stream.getvalue()
+
+
 def test_traces_and_events_go_to_results_csv_and_plot(tmp_path):
     from ibemu.results import Metrics, write_outputs
     from ibemu.scenario.model import OutputSpec, Scenario

@@ -180,7 +180,7 @@ def _supervise(pool: WorkerPool, scn: Scenario, stop: StopSignals, dilation: flo
                 print(format_start(scn, pool.pids(), dilation), file=sys.stderr, flush=True)
             if progress is None:
                 progress = scn.duration * dilation > 3e12      # runs of more than 3 s
-            bar = Progress(scn.duration, enabled=bool(progress))
+            bar = Progress(scn.duration, enabled=bool(progress), pace=True)
             failed = pool.wait_done(stop, bar.update if bar.enabled else None)
         if bar is not None:
             bar.close()
