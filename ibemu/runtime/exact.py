@@ -52,7 +52,6 @@ class ExactDriver:
         self.transport = transport
         self.remote = [ps for ps in loop.io.sockets if ps.remote]
         self.inbound: list[InLink] = [transport.inbound(ps) for ps in self.remote]
-        self.debug = bool(os.environ.get("IBEMU_SYNC_DEBUG"))
         self.round = 0
         self.limit = (0, 0)
         self.wait_peers_s = 0.0
@@ -126,9 +125,6 @@ class ExactDriver:
         heap = self.sched.heap
         self.published = heap[0].time if heap else INF
         self.limit, done = await self.transport.exchange(self, r)
-        if self.debug:
-            print("round %d next %s limit %s done %s" % (r, self.sched.next_key(), self.limit, done),
-                  file=sys.stderr)
         return done
 
     async def window(self) -> None:

@@ -123,7 +123,3 @@ class PortPeer:
 
     def __getitem__(self, i: int) -> Any:
         return (self.peer, self.pport, self.prop, self.inj)[i]
-
-
-Peer = PortPeer
-"""(Kept name.)"""

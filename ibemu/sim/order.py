@@ -45,7 +45,6 @@ MAX_PORT: Final = 507
 """The highest port number a scheduler orders (IBA switches have at most 254)."""
 WAKE_PORT: Final = 511
 """The *port* field of a deadline's key: after every port's deliveries (the module text)."""
-DEPTH_ONE: Final = 1 << DEPTH_SHIFT
 
 
 def order(depth: int, node: int, port: int, link_seq: int = 0) -> int:

@@ -59,13 +59,13 @@ from heapq import heappop, heappush
 from typing import Any, Final
 
 from .heap import NATIVE, heap_pop, heap_push, push
-from .events import INF, Capture, Event, FaultyLink, Peer, PortCapture, PortPeer, SimNode
-from .order import (DEPTH_ONE, DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
+from .events import INF, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode
+from .order import (DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
                     WAKE_PORT, arrival_order, depth_of, order, port_rank)
 
-__all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_ONE", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH",
+__all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH",
            "MAX_NODES", "MAX_PORT", "NODE_SHIFT", "PORT_SHIFT", "WAKE", "WAKE_PORT", "Capture", "Event", "FaultyLink",
-           "Peer", "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order",
+           "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order",
            "port_rank"]
 
 DELIVER: Final = 0
