@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UserError
-from .graph import Routes, Subnet
+from .graph import Routes, Subnet, Tick
 
 __all__ = ["Channel", "dependencies", "find_cycle", "check_credit_loops"]
 
@@ -27,8 +27,9 @@ Channel = tuple[str, int]                       # (node, out port)
 _CHUNK = 4096                                   # destination LIDs per array pass (memory)
 
 
-def dependencies(sn: Subnet, lfts: Routes) -> dict[Channel, set[Channel]]:
-    """The channel dependency graph of CA-to-CA routes under *lfts*."""
+def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None) -> dict[Channel, set[Channel]]:
+    """The channel dependency graph of CA-to-CA routes under *lfts*; *tick* is called
+    with the number of destination LIDs done."""
     edges: dict[Channel, set[Channel]] = {}
     cas = [(c.name, att[0]) for c in sn.cas() if (att := sn.attached_switch(c.name)) is not None]
     if not cas:
@@ -79,6 +80,8 @@ def dependencies(sn: Subnet, lfts: Routes) -> dict[Channel, set[Channel]]:
             ports = leaf_ports.setdefault(sw, {})
             for k in np.nonzero(out[i] > 0)[0].tolist():
                 ports.setdefault(int(out[i, k]), set()).add(part[k][1])
+        if tick is not None:
+            tick(len(part))
     nch = len(sws) * width
     for code in np.unique(np.concatenate(codes)).tolist():
         a, b = divmod(code, nch)
@@ -117,10 +120,11 @@ def find_cycle(edges: dict[Channel, set[Channel]]) -> list[Channel] | None:
     return None
 
 
-def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "") -> None:
+def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "", tick: Tick | None = None) -> None:
     """Refuse *lfts* if their channel dependency graph has a cycle: one UserError line
-    naming it, ``node:port -> node:port -> ... -> first again``."""
-    cycle = find_cycle(dependencies(sn, lfts))
+    naming it, ``node:port -> node:port -> ... -> first again``.  *tick*: see
+    :func:`dependencies`."""
+    cycle = find_cycle(dependencies(sn, lfts, tick))
     if cycle:
         names = " -> ".join("%s:%d" % c for c in cycle + cycle[:1])
         raise UserError("routing%s has a credit loop (channel dependency cycle, deadlock possible): %s"

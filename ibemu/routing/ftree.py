@@ -29,17 +29,24 @@ Zahavi et al. CCPE 2010).
   root; only its connect_roots option fills those); ibemu gives those a least-hop entry,
   the least-loaded port first, so that every destination is reachable from every switch.
   On tests/data/opensm these extra switch-to-switch entries are the only difference from
-  OpenSM 3.3.23 (tests/test_routing_opensm.py).
+  OpenSM 3.3.23 (tests/test_routing_opensm.py); :mod:`.leasthop` makes them.
+
+At scale (issue 28: 11,664 hosts, 1,620 switches) the same algorithm runs on switch
+numbers: groups are lists kept sorted by (counter, tuple) as counters change, the hops of
+the LID being routed are one list, and a switch whose neighbours below (or above) are the
+same set as those of a switch that already offered them the LID at as few hops skips the
+loop that could not change anything (every neighbour already has the LID at hops + 1 or
+less).  The routes, and the order of the entries, are those of the plain recursion
+(tests/test_routing_identity.py).
 """
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
 
-import numpy as np
-
 from ..errors import UserError
-from .graph import Routes, Subnet, switch_hops
+from .graph import Routes, Subnet, Tick, switch_hops
+from .leasthop import fill_least_hop
 
 __all__ = ["ftree", "tree_ranks"]
 
@@ -84,6 +91,8 @@ def _guid_key(guid: int) -> int:
 def _least_port(links: Links, cnt: list[int]) -> tuple[int, int]:
     """The group's port with the lowest counter, the first in port order among equals."""
     best = links[0]
+    if len(links) == 1:
+        return best
     low = cnt[best[0]]
     for pv in links:
         if cnt[pv[0]] < low:
@@ -219,29 +228,34 @@ class _Tree:
 
     def done(self, lid: int, keep: bool) -> None:
         """Write the LID's entries into the LFTs (not for a dummy LID) and reset."""
-        for sw in self.touched:
-            if keep and self.port[sw] >= 0:
-                self.lft[sw][lid] = self.port[sw]
-            self.hops[sw] = _NO
-            self.port[sw] = -1
-        self.touched.clear()
+        if keep:
+            lfts, port = self.lft, self.port
+            for sw in self.touched:
+                p = port[sw]
+                if p >= 0:
+                    lfts[sw][lid] = p
+        n = len(self.table)
+        self.hops = [_NO] * n
+        self.port = [-1] * n
+        self.touched = []
         for c in self.classes_touched:
             self.down_done[c] = self.up_done[c] = _NO
-        self.classes_touched.clear()
+        self.classes_touched = []
 
     def down_by_going_up(self, sw: int, prev: int, main: bool, hops: int) -> bool:
         """fabric_route_downgoing_by_going_up (no reverse hops, no sibling links)."""
         created = self.up_by_going_down(sw, prev, hops)
         if self.rank[sw] == 0:
             return created
-        # bubble_sort_down: by routes down, then remote index (the remote-load tie-break
-        # compares min_counter_down, which stays 0: no down group's counter_down is counted)
         c = self.up_class[sw]
         if not main and self.up_done[c] <= hops:
             return created           # every switch above has the LID at hops + 1 or less
+        # bubble_sort_down: by routes down, then remote index (the remote-load tie-break
+        # compares min_counter_down, which stays 0: no down group's counter_down is counted)
         order = self.up_order[sw]
         groups = list(order)
         nbr, links, cnt = self.up_nbr[sw], self.up_links[sw], self.cnt_down[sw]
+        at, port = self.hops, self.port
         h1 = hops + 1
         if main:
             k = groups[0]
@@ -249,15 +263,22 @@ class _Tree:
             p, vp = _least_port(links[k], cnt)
             _bump(order, self.up_keys[sw], self.g_down[sw], k)
             cnt[p] += 1
-            if h1 < self.hops[upper]:
-                self._set(upper, vp, h1)
+            if h1 < at[upper]:
+                if at[upper] == _NO:
+                    self.touched.append(upper)
+                at[upper] = h1
+                port[upper] = vp
             created |= self.down_by_going_up(upper, sw, True, h1)
         for k in groups[1 if main else 0:]:
             upper = nbr[k]
-            if h1 >= self.hops[upper]:
+            if h1 >= at[upper]:
                 continue
-            _, vp = _least_port(links[k], cnt)
-            self._set(upper, vp, h1)
+            lk = links[k]
+            vp = lk[0][1] if len(lk) == 1 else _least_port(lk, cnt)[1]
+            if at[upper] == _NO:
+                self.touched.append(upper)
+            at[upper] = h1
+            port[upper] = vp
             created |= self.down_by_going_up(upper, sw, False, h1)
         if hops < self.up_done[c]:
             self.up_done[c] = hops
@@ -265,23 +286,29 @@ class _Tree:
         return created
 
     def up_by_going_down(self, sw: int, prev: int, hops: int) -> bool:
-        """fabric_route_upgoing_by_going_down: switches below *sw* route the LID up to it."""
+        """fabric_route_upgoing_by_going_down: switches below *sw* route the LID up to it.
+        A group to a CA (a leaf below) means "route created"."""
         if self.leafy[sw]:
-            return True              # a group to a CA: "route created"
+            return True
         c = self.down_class[sw]
         if self.down_done[c] <= hops:
             return False             # every switch below has the LID at hops + 1 or less
         created = False
         order = self.down_order[sw]
         nbr, links, cnt, g = self.down_nbr[sw], self.down_links[sw], self.cnt_up[sw], self.g_up[sw]
+        at, port, leafy = self.hops, self.port, self.leafy
         h1 = hops + 1
         for k in list(order):
             lower = nbr[k]
-            if lower == prev or h1 >= self.hops[lower]:
+            if lower == prev or h1 >= at[lower]:
                 continue
-            p, vp = _least_port(links[k], cnt)
-            self._set(lower, vp, h1)
-            if self.up_by_going_down(lower, -1, h1):
+            lk = links[k]
+            p, vp = lk[0] if len(lk) == 1 else _least_port(lk, cnt)
+            if at[lower] == _NO:
+                self.touched.append(lower)
+            at[lower] = h1
+            port[lower] = vp
+            if leafy[lower] or self.up_by_going_down(lower, -1, h1):
                 created = True
                 cnt[p] += 1
                 _bump(order, self.down_keys[sw], g, k)
@@ -291,73 +318,8 @@ class _Tree:
         return created
 
 
-def _fill_missing(sn: Subnet, t: _Tree) -> None:
-    """ibemu's addition: entries no up*/down* route gives (e.g. root to root) get a
-    least-hop port, the least loaded first (routes counted by ftree, up and down), then
-    the lowest port.  Done as arrays per destination switch that some switch lacks."""
-    n = len(t.table)
-    index = {s: i for i, s in enumerate(t.table)}
-    targets = [(sn.nodes[ca].lid, index[att[0]]) for ca in (c.name for c in sn.cas())
-               if (att := sn.attached_switch(ca)) is not None]
-    targets += [(sn.nodes[t.table[i]].lid, i) for i in sorted(range(n), key=t.tuple.__getitem__)]
-    missing = [[(lid, d) for lid, d in targets if lid not in lft] for lft in t.lft]
-    if not any(missing):
-        return
-    adj = [[(p, index[v]) for p, v, _ in sn.switch_peers(s)] for s in t.table]
-    width = max(1, max(len(a) for a in adj))
-    nbr = np.full((n, width), n, dtype=np.int64)          # n: no neighbour (distance -1)
-    port = np.zeros((n, width), dtype=np.int64)
-    load = np.zeros((n, width), dtype=np.int64)
-    for i, a in enumerate(adj):
-        for k, (p, j) in enumerate(a):
-            nbr[i, k] = j
-            port[i, k] = p
-            load[i, k] = t.cnt_up[i][p] + t.cnt_down[i][p]
-    tiebreak = load * 65536 + port                         # least loaded, then lowest port
-    starts = np.cumsum([0] + [len(a) for a in adj])
-    flat = np.array([j for a in adj for _, j in a] or [0], dtype=np.int64)
-    choice: dict[int, list[int]] = {}
-    for i, row in enumerate(missing):
-        lft = t.lft[i]
-        for lid, dest in row:
-            if dest not in choice:
-                choice[dest] = _least_hop_ports(dest, starts, flat, nbr, port, tiebreak)
-            p = choice[dest][i]
-            if p >= 0:
-                lft[lid] = p
-
-
-def _least_hop_ports(dest: int, starts: np.ndarray, flat: np.ndarray, nbr: np.ndarray, port: np.ndarray,
-                     tiebreak: np.ndarray) -> list[int]:
-    """Per switch: its port towards switch *dest* with the fewest hops (ties: *tiebreak*),
-    0 at *dest* itself, -1 where *dest* is not reached.  Breadth-first from *dest*."""
-    n = len(nbr)
-    dist = np.full(n + 1, -1, dtype=np.int64)
-    dist[dest] = 0
-    front = np.array([dest])
-    step = 0
-    while front.size:
-        step += 1
-        lo, hi = starts[front], starts[front + 1]
-        sizes = hi - lo
-        at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        reached = np.unique(flat[at]) if at.size else at
-        reached = reached[dist[reached] < 0]
-        dist[reached] = step
-        front = reached
-    hops = dist[nbr]
-    valid = hops >= 0
-    hops = np.where(valid, hops, n + 1)
-    best = hops.min(axis=1)
-    key = np.where(valid & (hops == best[:, None]), tiebreak, np.iinfo(np.int64).max)
-    out = port[np.arange(n), key.argmin(axis=1)]
-    out[~valid.any(axis=1)] = -1
-    out[dest] = 0
-    return [int(x) for x in out.tolist()]
-
-
-def ftree(sn: Subnet, roots: list[str] | None = None) -> Routes:
-    """OpenSM ``ftree`` (module doc)."""
+def ftree(sn: Subnet, roots: list[str] | None = None, tick: Tick | None = None) -> Routes:
+    """OpenSM ``ftree`` (module doc); *tick* is called with 1 per LID routed."""
     if sn.lmc:
         raise UserError("routing: ftree supports LMC 0 only (OpenSM's ftree falls back to minhop with LMC > 0); "
                         "use minhop or updn with lmc = %d" % sn.lmc)
@@ -378,6 +340,8 @@ def ftree(sn: Subnet, roots: list[str] | None = None) -> Routes:
             t._set(leaf, p, 1)
             t.down_by_going_up(leaf, -1, True, 1)
             t.done(sn.nodes[ca].lid, True)
+            if tick is not None:
+                tick(1)
         for _ in range(full - len(cas_of[leaf])):     # a dummy LID: counters only
             t._set(leaf, -1, 1)
             t.down_by_going_up(leaf, -1, True, 1)
@@ -386,5 +350,8 @@ def ftree(sn: Subnet, roots: list[str] | None = None) -> Routes:
         t._set(i, 0, 0)
         t.down_by_going_up(i, -1, False, 0)
         t.done(sn.nodes[s].lid, True)
-    _fill_missing(sn, t)
+        if tick is not None:
+            tick(1)
+    load = [[u + d for u, d in zip(t.cnt_up[i], t.cnt_down[i])] for i in range(n)]
+    fill_least_hop(sn, t.table, sorted(range(n), key=t.tuple.__getitem__), t.lft, load)
     return {s: t.lft[i] for i, s in enumerate(t.table)}
