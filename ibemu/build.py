@@ -17,6 +17,7 @@ from .fabric.qp import RCRequester, RCResponder, UDReceiver, UDSender
 from .fabric.recorder import Recorder
 from .fabric.switch import Switch
 from .fabric.traffic import make_generator
+from .results.phases import Phases
 from .routing import Routes, Subnet, check_credit_loops, route
 from .scenario.model import Scenario, node_guids
 from .wire.layout import MAX_HEADERS  # LRH, BTH, RETH, ICRC, VCRC
@@ -76,20 +77,24 @@ def _read_lft_file(path: str | None) -> str:
 
 
 def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes: list[str] | None = None,
-                    check: bool | None = None) -> Routes:
+                    check: bool | None = None, phases: Phases | None = None) -> Routes:
     """The switches' LFTs: the scenario's routing engine (``[routing]``, OpenSM's
     names; engine "file" reads ``lft_file``) -- when it fails and the routing came from
     an opensm.conf's engine list, the next engine of ``fallback``, as OpenSM does (a note
     says so) --, then each switch's explicit ``lft`` entries, which win; then, if
     ``check_credit_loops`` (or *check*), the credit-loop check over all CA-to-CA routes
-    (:func:`ibemu.routing.check_credit_loops`)."""
+    (:func:`ibemu.routing.check_credit_loops`).  *phases*: time (and show) the routing
+    and the check as phases of their own."""
     rs = scn.routing
+    phases = phases or Phases(False)
     sn = subnet_of(scn, sw_lids)
+    nlids = sum(len(sn.lids(n)) for n in sn.nodes)
     chain = [rs.engine, *rs.fallback]
     for i, engine in enumerate(chain):
         try:
             text = _read_lft_file(rs.lft_file) if engine == "file" else None
-            lfts = route(sn, engine, rs.roots, text, rs.lft_file or "<lfts>", notes)
+            with phases.phase("routing", nlids, "LIDs") as tick:
+                lfts = route(sn, engine, rs.roots, text, rs.lft_file or "<lfts>", notes, tick)
             break
         except UserError as e:
             if i == len(chain) - 1:
@@ -102,7 +107,8 @@ def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes:
         if s.lft:
             lfts[s.name].update(s.lft)
     if rs.check_credit_loops if check is None else check:
-        check_credit_loops(sn, lfts, engine)
+        with phases.phase("credit-loop check", sum(len(sn.lids(c.name)) for c in sn.cas()), "LIDs") as tick:
+            check_credit_loops(sn, lfts, engine, tick)
     return lfts
 
 
@@ -131,7 +137,7 @@ def _partitions(scn: Scenario, nodes) -> None:
                 sw.pkey_tables[idx] = PKeyTable(p.port_pkeys.get(idx, p.pkeys))
 
 
-def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
+def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases | None = None) -> Fabric:
     recorder = recorder or Recorder()
     mtu = max((h.params.mtu for h in scn.hcas), default=2048)
     max_frame = mtu + MAX_HEADERS
@@ -193,7 +199,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None) -> Fabric:
         link_ends[label_ab] = (link.a, pa, link.b, pb)
         link_ends[label_ba] = (link.b, pb, link.a, pa)
 
-    for name, table in scenario_routes(scn, sw_lids).items():
+    for name, table in scenario_routes(scn, sw_lids, phases=phases).items():
         nodes[name].lft = table
 
     fabric = Fabric(nodes, wiring, link_capacity, {}, link_ends)

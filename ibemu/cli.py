@@ -96,7 +96,10 @@ def _cmd_run(args) -> int:
         value = getattr(args, key, None)
         if value is not None:
             overrides.append("faults.%s=%s" % (key, value))
-    scn = load_scenario(source, overrides, memory_limit=args.max_memory)
+    from .results.phases import Phases
+    phases = Phases(not args.quiet)
+    with phases.phase("read"):
+        scn = load_scenario(source, overrides, memory_limit=args.max_memory)
     if not args.quiet:
         for line in run_notes(scn):
             print(line, file=sys.stderr)
@@ -110,7 +113,7 @@ def _cmd_run(args) -> int:
             _report(args.out, None, args.quiet)
         return status
     result = run_virtual(scn, out_dir=args.out, pcap=args.pcap,
-                         progress=False if args.quiet else None)
+                         progress=False if args.quiet else None, phases=phases)
     if not args.quiet:
         print_summary(result)
         if args.pcap:

@@ -27,6 +27,7 @@ from .core import core_kind
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
+from .results.phases import Phases
 from .results.summary import link_levels
 from .scenario.model import Scenario
 from .sim.engine import VirtualEngine
@@ -57,6 +58,7 @@ class RunResult:
     wall_seconds: float
     counters: dict[str, dict[str, int]]
     out_dir: Path | None = None
+    phases: Phases | None = None       # build (routing, credit-loop check), run, outputs: wall seconds
 
 
 @dataclass(frozen=True)
@@ -102,13 +104,16 @@ def capture_transmit(engine: VirtualEngine, capture: LinkCapture) -> None:
 
 
 def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path | None = None,
-                progress: bool | None = None, window: tuple[int, int] | None = None) -> RunResult:
+                progress: bool | None = None, window: tuple[int, int] | None = None,
+                phases: Phases | None = None) -> RunResult:
     """Run *scn* to its duration on the virtual-time engine.
 
     *out_dir*: write results.json, CSV series, config.json and plots there.  *pcap*: write
     every frame as an ERF capture.  *progress*: a progress bar (default: for runs of more
     than 10 ms of emulated time, when stderr is a terminal).  *window*: (t_from, t_to) in
-    ps for the windowed figures of the summary.
+    ps for the windowed figures of the summary.  *phases*: where the phases are timed
+    (and shown on a terminal unless *progress* is False: :mod:`ibemu.results.phases`);
+    the caller's, to add phases of its own such as reading the scenario.
 
     Output paths (issue 14 item 6): missing parent folders of *out_dir* and *pcap* are
     created; any operating-system error is one :class:`~ibemu.errors.OutputError` naming
@@ -117,17 +122,19 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     happens while writing (a full disk).
     """
     prepare_outputs(out_dir, pcap)      # missing folders made, a wrong path refused before the run
-    flows = {f.name: f for f in scn.flows}
-    metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {}, window_ps=scn.output.window)
-    fabric = build_fabric(scn, metrics)
-    metrics.add_links(fabric.link_capacity)
-    metrics.add_flow_capacity(fabric.flow_capacity)
-    capture = (open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen, canonical=True)
-               if pcap else None)
-    engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, None,
-                           faults=engine_faults(fabric.injectors))
-    if capture is not None:
-        capture_transmit(engine, capture)
+    phases = phases or Phases(progress is not False)
+    with phases.phase("build"):
+        flows = {f.name: f for f in scn.flows}
+        metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {}, window_ps=scn.output.window)
+        fabric = build_fabric(scn, metrics, phases)
+        metrics.add_links(fabric.link_capacity)
+        metrics.add_flow_capacity(fabric.flow_capacity)
+        capture = (open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen, canonical=True)
+                   if pcap else None)
+        engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, None,
+                               faults=engine_faults(fabric.injectors))
+        if capture is not None:
+            capture_transmit(engine, capture)
     if progress is None:
         progress = scn.duration > 10 * PS_PER_MS
     bar = Progress(scn.duration, enabled=progress)
@@ -151,6 +158,8 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     finally:
         bar.close()
     wall = time.perf_counter() - t0
+    phases.times["run"] = wall
+    t_out = time.perf_counter()
     counters = {name: dict(sorted(node.counters.items()))
                 for name, node in fabric.nodes.items() if node.counters}
     counters.update(fault_counters(fabric.injectors))      # "link:<label>": lost, corrupted, ...
@@ -159,7 +168,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
             metrics.counter(node, key, value)
     t_from, t_to = window if window else (None, None)
     summary = metrics.summary(t_from, t_to)
-    result = RunResult(scn, metrics, summary, engine.events, wall, counters)
+    result = RunResult(scn, metrics, summary, engine.events, wall, counters, phases=phases)
     with atomic_batch():                # the capture and the output folder: all committed, or none
         if capture is not None:
             capture.close()
@@ -171,6 +180,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
                                                     "lids": lids_of(fabric)},
                           window=window)
             result.out_dir = out
+    phases.times["outputs"] = time.perf_counter() - t_out
     if observers:
         context = RunContext(scn, engine, fabric, result)
         for observe in list(observers):
@@ -181,6 +191,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
 def print_summary(result: RunResult) -> None:
     """The summary table, the event count and where the outputs are, on stdout."""
     print(format_summary_table(result.summary, link_levels(result.scenario), result.out_dir))
-    print("%d events in %.2f s wall, %s core" % (result.events, result.wall_seconds, core_kind()))
+    phases = " (%s)" % result.phases.format() if result.phases is not None else ""
+    print("%d events in %.2f s wall%s, %s core" % (result.events, result.wall_seconds, phases, core_kind()))
     if result.out_dir is not None:
         print("results in %s/" % result.out_dir)

@@ -9,7 +9,7 @@ from ..errors import UserError
 from .cdg import check_credit_loops
 from .dump import read_lfts, write_ibroute, write_opensm
 from .ftree import ftree
-from .graph import Routes, Subnet, SubnetNode
+from .graph import Routes, Subnet, SubnetNode, Tick
 from .minhop import minhop
 from .updn import updn
 
@@ -20,15 +20,16 @@ ENGINES = ("minhop", "updn", "ftree", "file")
 
 
 def route(sn: Subnet, engine: str = "minhop", roots: list[str] | None = None, lft_text: str | None = None,
-          lft_label: str = "<lfts>", notes: list[str] | None = None) -> Routes:
+          lft_label: str = "<lfts>", notes: list[str] | None = None, tick: Tick | None = None) -> Routes:
     """The LFTs of *engine* on *sn*; "file" reads *lft_text* (an opensm-lfts.dump or
-    ibroute output named *lft_label* in errors)."""
+    ibroute output named *lft_label* in errors).  *tick*: called with the number of
+    destination LIDs routed so far (ftree), for a progress bar."""
     if engine == "minhop":
         return minhop(sn)
     if engine == "updn":
         return updn(sn, roots, notes)
     if engine == "ftree":
-        return ftree(sn, roots)
+        return ftree(sn, roots, tick)
     if engine == "file":
         if lft_text is None:
             raise UserError("routing: engine 'file' needs an lft_file")

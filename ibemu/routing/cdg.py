@@ -7,46 +7,89 @@ routing is deadlock-free iff the graph is acyclic.  One VL per channel (ibemu's 
 is the identity per port, so VLs never split a dependency chain of one SL).
 
 Forwarding is by destination only, so the edges are found per destination LID from the
-switches that carry its traffic, not per (source, destination) pair: linear in
-switches x LIDs.
+switches that carry its traffic, not per (source, destination) pair.  All destination
+LIDs are done at once as arrays (switches x LIDs): each switch's out port and next
+switch, the switches a LID's traffic reaches (the sources' switches, then the LFT chains
+from them, one hop per step), and each edge as one integer, made unique.  A CA's channel
+``(ca, 1)`` leads to its switch's out port for every LID the CA does not own.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import UserError
-from .graph import Routes, Subnet
+from .graph import Routes, Subnet, Tick
 
 __all__ = ["Channel", "dependencies", "find_cycle", "check_credit_loops"]
 
 Channel = tuple[str, int]                       # (node, out port)
 
+_CHUNK = 4096                                   # destination LIDs per array pass (memory)
 
-def dependencies(sn: Subnet, lfts: Routes) -> dict[Channel, set[Channel]]:
-    """The channel dependency graph of CA-to-CA routes under *lfts*."""
+
+def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None) -> dict[Channel, set[Channel]]:
+    """The channel dependency graph of CA-to-CA routes under *lfts*; *tick* is called
+    with the number of destination LIDs done."""
     edges: dict[Channel, set[Channel]] = {}
     cas = [(c.name, att[0]) for c in sn.cas() if (att := sn.attached_switch(c.name)) is not None]
-    for dst, _ in cas:
-        for lid in sn.lids(dst):
-            into: dict[str, set[Channel]] = {}
-            for src, sw in cas:
-                if src != dst:
-                    into.setdefault(sw, set()).add((src, 1))
-            out: dict[str, int] = {}            # active switch -> out port to lid
-            todo = list(into)
-            while todo:                         # follow the LFT chains from the sources' switches
-                s = todo.pop()
-                if s in out:
-                    continue
-                p = lfts.get(s, {}).get(lid)
-                peer = sn.nodes[s].peers.get(p) if p else None
-                if p is None or peer is None:
-                    continue                    # dropped or at the switch itself: no onward channel
-                out[s] = p
-                if sn.nodes[peer[0]].switch:
-                    into.setdefault(peer[0], set()).add((s, p))
-                    todo.append(peer[0])
-            for s, p in out.items():
-                for c in into[s]:
-                    edges.setdefault(c, set()).add((s, p))
+    if not cas:
+        return edges
+    sws = [n.name for n in sn.switches()]
+    index = {s: i for i, s in enumerate(sws)}
+    width = max(sn.nodes[s].nports for s in sws) + 1           # channel id: switch * width + port
+    peer_sw = np.full((len(sws), width), -1, dtype=np.int32)    # next switch through a port
+    wired = np.zeros((len(sws), width), dtype=bool)             # a port with a peer
+    for i, s in enumerate(sws):
+        for p, (q, _) in sn.nodes[s].peers.items():
+            wired[i, p] = p > 0
+            if q in index:
+                peer_sw[i, p] = index[q]
+    lids = [(lid, dst) for dst, _ in cas for lid in sn.lids(dst)]
+    sources = np.zeros(len(sws), dtype=np.int32)                # CAs attached to each switch
+    for _, sw in cas:
+        sources[index[sw]] += 1
+    codes = []
+    leaf_ports: dict[str, dict[int, set[str]]] = {}            # switch -> out port -> owners of LIDs
+    for lo in range(0, len(lids), _CHUNK):
+        part = lids[lo:lo + _CHUNK]
+        out = np.array([[lfts.get(s, {}).get(lid, 0) or 0 for lid, _ in part] for s in sws],
+                       dtype=np.int64).reshape(len(sws), len(part))
+        out[(out < 0) | (out >= width)] = 0
+        rows = np.arange(len(sws))[:, None]
+        out[~wired[rows, out]] = 0                              # no peer there: no channel
+        nxt = np.where(out > 0, peer_sw[rows, out], -1)
+        active = np.repeat(sources[:, None] > 0, len(part), axis=1)
+        for k, (_, dst) in enumerate(part):                     # the destination alone on its switch
+            att = sn.attached_switch(dst)
+            if att is not None and sources[index[att[0]]] == 1:
+                active[index[att[0]], k] = False
+        while True:                                             # follow the LFT chains
+            u, c = np.nonzero(active & (nxt >= 0))
+            v = nxt[u, c]
+            fresh = ~active[v, c]
+            if not fresh.any():
+                break
+            active[v[fresh], c[fresh]] = True
+        u, c = np.nonzero(active & (nxt >= 0))
+        v = nxt[u, c]
+        keep = out[v, c] > 0
+        first = u[keep] * width + out[u[keep], c[keep]]
+        codes.append(first * (len(sws) * width) + v[keep] * width + out[v[keep], c[keep]])
+        for sw in dict.fromkeys(sw for _, sw in cas):
+            i = index[sw]
+            ports = leaf_ports.setdefault(sw, {})
+            for k in np.nonzero(out[i] > 0)[0].tolist():
+                ports.setdefault(int(out[i, k]), set()).add(part[k][1])
+        if tick is not None:
+            tick(len(part))
+    nch = len(sws) * width
+    for code in np.unique(np.concatenate(codes)).tolist():
+        a, b = divmod(code, nch)
+        edges.setdefault((sws[a // width], a % width), set()).add((sws[b // width], b % width))
+    for src, sw in cas:                                         # (src, 1) -> its switch's out ports
+        for p, owners in leaf_ports.get(sw, {}).items():
+            if owners - {src}:
+                edges.setdefault((src, 1), set()).add((sw, p))
     return edges
 
 
@@ -77,10 +120,11 @@ def find_cycle(edges: dict[Channel, set[Channel]]) -> list[Channel] | None:
     return None
 
 
-def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "") -> None:
+def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "", tick: Tick | None = None) -> None:
     """Refuse *lfts* if their channel dependency graph has a cycle: one UserError line
-    naming it, ``node:port -> node:port -> ... -> first again``."""
-    cycle = find_cycle(dependencies(sn, lfts))
+    naming it, ``node:port -> node:port -> ... -> first again``.  *tick*: see
+    :func:`dependencies`."""
+    cycle = find_cycle(dependencies(sn, lfts, tick))
     if cycle:
         names = " -> ".join("%s:%d" % c for c in cycle + cycle[:1])
         raise UserError("routing%s has a credit loop (channel dependency cycle, deadlock possible): %s"

@@ -9,14 +9,18 @@ node GUID (IBA 14.2.5.6: one port GUID, port 0); a CA's port 1 GUID is given.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import UserError
 
-__all__ = ["SubnetNode", "Subnet", "Routes", "switch_hops", "levels", "balance"]
+__all__ = ["SubnetNode", "Subnet", "Routes", "Tick", "switch_hops", "levels", "balance"]
 
 Routes = dict[str, dict[int, int]]
 """Linear forwarding tables: switch name -> {destination LID: out port}."""
+
+Tick = Callable[[int], None]
+"""A progress callback: called with the units of work done since its last call."""
 
 
 @dataclass
