@@ -12,6 +12,12 @@ mypyc into extension modules; the ``.py`` files are installed too.  The package 
 Python -- and installs all the same -- when ``IBEMU_PURE_BUILD=1`` is set, when no C
 compiler is found, when mypy (mypyc) cannot be imported, or when compiling fails: then
 every compiled output is dropped, never a part of it (the modules share one mypyc library).
+
+Editable installs (``pip install -e .``: the ``editable_wheel`` and ``develop`` commands)
+build the pure-Python core unless ``IBEMU_COMPILE=1`` is set (issue 30): a compiled core
+built in place puts ``.so`` files beside the sources, which the checkout then imports, and
+the tests' fakes that subclass the core's classes cannot subclass compiled ones
+(CONTRIBUTING.md, docs/packaging.md).
 """
 from __future__ import annotations
 
@@ -31,6 +37,9 @@ MAPPED = ["ibemu.layers", "ibemu.scenarios"]
 CORE = runpy.run_path(str(HERE / "ibemu" / "core.py"))      # the one list of compiled packages
 # setup.py commands that build extension modules (metadata queries do not run mypyc)
 BUILDING = {"build", "build_ext", "bdist_wheel", "install", "develop", "editable_wheel", "bdist_egg"}
+# the commands of an editable install: pure Python unless COMPILE_ENV asks for the compiled core
+EDITABLE = {"develop", "editable_wheel"}
+COMPILE_ENV = "IBEMU_COMPILE"
 
 
 def _say(text: str) -> None:
@@ -63,6 +72,9 @@ def compiled_core() -> list:
         return []
     if os.environ.get("IBEMU_PURE_BUILD", "") not in ("", "0"):
         _say("IBEMU_PURE_BUILD is set: pure-Python core")
+        return []
+    if EDITABLE & set(sys.argv[1:]) and os.environ.get(COMPILE_ENV, "") in ("", "0"):
+        _say("editable install: pure-Python core (%s=1 compiles it in place)" % COMPILE_ENV)
         return []
     if not compiler_found():
         _say("no C compiler found: pure-Python core")

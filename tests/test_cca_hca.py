@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 from test_hca_qp import A_LID, B_LID, ack_frame, credit, data, pair, run, take
 
+from ibemu.build import build_fabric
 from ibemu.cc.cca.hca import CCAResponse
 from ibemu.cc.cca.settings import CASetting, cct_delay, default_cct
 from ibemu.fabric.node import T_CALL
-from ibemu.fabric.params import FlowSpec
+from ibemu.fabric.params import FlowSpec, HCAParams
 from ibemu.fabric.recorder import Recorder
-from ibemu.units import PS_PER_US
+from ibemu.scenario.model import HCASpec, LinkSpec, Scenario
+from ibemu.units import PS_PER_MS, PS_PER_US
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 
@@ -37,6 +39,22 @@ def setup(ca=None, flows=None):
     resp = CCAResponse(a, ca or CASetting(), rec)
     snd.cc = resp
     return a, snd, resp, rec
+
+
+def setup_two(ca, sl_other):
+    """Like :func:`setup`, plus a second sender on HCA a (flow g, on SL *sl_other*): a real
+    queue pair rather than a fake, so the test runs on the compiled core too (issue 30)."""
+    f = FlowSpec("f", "a", "b", pattern="messages", count=0)
+    g = FlowSpec("g", "a", "b", pattern="messages", count=0, sl=sl_other)
+    scn = Scenario("t", duration=PS_PER_MS, seed=1,
+                   hcas=[HCASpec("a", A_LID, HCAParams()), HCASpec("b", B_LID, HCAParams())],
+                   links=[LinkSpec("a", "b")], flows=[f, g])
+    fab = build_fabric(scn, Rec())
+    a = fab.nodes["a"]
+    snd, other = fab.qps["f"][0], fab.qps["g"][0]
+    resp = CCAResponse(a, ca, Rec())
+    snd.cc = other.cc = resp
+    return a, snd, other, resp
 
 
 def test_becn_raises_ccti_by_increase_up_to_limit():
@@ -108,11 +126,7 @@ def test_timer_zero_never_lowers():
 def test_per_sl_timers_are_independent():
     ca = CASetting(Port_Control="sl")
     ca.sl[0].CCTI_Timer, ca.sl[1].CCTI_Timer = 10, 40
-    a, snd, resp, _ = setup(ca)
-
-    class QP:                                       # a second QP on SL 1 of the same port
-        sl, name, gen, hca = 1, "g", object(), a
-    other = QP()
+    a, snd, other, resp = setup_two(ca, 1)          # a second QP on SL 1 of the same port
     resp.on_becn(snd, 0)
     resp.on_becn(other, 0)
     run(a, 10 * TIMER_PS)
@@ -148,13 +162,8 @@ def test_injection_delay_spaces_packets_on_the_wire():
 
 
 def test_per_qp_versus_per_sl_state():
-    flows = [FlowSpec("f", "a", "b", pattern="messages", count=0)]
     for mode, shared in (("qp", False), ("sl", True)):
-        a, snd, resp, _ = setup(CASetting(Port_Control=mode), flows)
-
-        class QP:
-            sl, name, gen, hca = 0, "g", object(), a
-        other = QP()
+        a, snd, other, resp = setup_two(CASetting(Port_Control=mode), 0)   # both on SL 0
         resp.on_becn(snd, 0)
         assert resp.ccti(other) == (1 if shared else 0)
         assert (resp.state(other) is resp.state(snd)) == shared

@@ -51,8 +51,8 @@ def alive(pid: int) -> bool:
 def test_a_stopped_worker_is_reported_by_name_and_state_and_the_run_ends_with_partial_results(tmp_path):
     """SIGSTOP one of two workers: the controller notices within the --watchdog bound
     (plus the time its loop and a loaded machine take), names the worker and its state
-    (``T (stopped)``), stops the other, writes the partial outputs and exits 1, and no
-    worker is left behind.  Without the watchdog this run would hang forever."""
+    (``T (stopped)``), stops the other, writes the partial outputs and exits 1 -- the error
+    one line, printed once (issue 30) -- and no worker is left behind.  Without the watchdog this run would hang forever."""
     bound = 1.5
     out = tmp_path / "run"
     p = ibemu("run", "scenarios/quickstart.toml", "--clock", "wall", "--workers", "2", "--dilation", "5000",
@@ -78,7 +78,9 @@ def test_a_stopped_worker_is_reported_by_name_and_state_and_the_run_ends_with_pa
     assert "worker 1 (pid %d; nodes" % pids[1] in first and "T (stopped)" in first, first
     assert "last reported state running" in first and "no heartbeat" in first
     assert p.returncode == 1
-    assert "partial results in" in rest and "Traceback" not in rest
+    # one line, printed once (issue 30): the partial results are named on the same line
+    assert "partial results in" in first and "Traceback" not in rest
+    assert "worker 1" not in rest, rest
     for pid in pids:
         assert not alive(pid), "worker %d left behind" % pid
     res = json.loads((out / "results.json").read_text())

@@ -46,3 +46,28 @@ def test_capture_hint_names_an_existing_plugin(tmp_path, monkeypatch):
         assert hint.startswith("open the capture with: wireshark -X lua_script:") and hint.endswith(" x.pcap")
         lua = hint.split("lua_script:", 1)[1].rsplit(" ", 1)[0]
         assert lua.endswith("ibemu.lua") and (where / lua).is_file(), hint
+
+
+def test_a_worker_that_cannot_write_its_capture_is_one_line_printed_once(tmp_path, monkeypatch, capsys):
+    """Issue 30: a wall-clock worker that fails writing output (here its capture part,
+    ``parts/worker0.pcap``, is a folder, so opening it fails as a full disk would) gives
+    one error line, printed once -- the launcher no longer prints its own line before
+    the command's -- naming the path, and exit code 1."""
+    from ibemu.runtime import controller
+    from ibemu.runtime.sockets import free_port_block
+    real = controller._workdir
+
+    def blocked(out):
+        workdir = real(out)                               # <out>/parts, emptied
+        (workdir / "worker0.pcap").mkdir()                # worker 0 cannot open its capture part
+        return workdir
+    monkeypatch.setattr(controller, "_workdir", blocked)
+    out = tmp_path / "run"
+    base = free_port_block("127.0.0.1", 16, 25600)
+    rc = main(["run", "quickstart", "--clock", "wall", "--duration", "200us", "--workers", "2", "--quiet",
+               "--out", str(out), "--pcap", str(tmp_path / "c.pcapng"), "--port-base", str(base)])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 1
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ibemu run: worker 0 ") and "worker0.pcap" in lines[0], lines[0]

@@ -184,12 +184,8 @@ def _supervise(pool: WorkerPool, scn: Scenario, stop: StopSignals, dilation: flo
             failed = pool.wait_done(stop, bar.update if bar.enabled else None)
         if bar is not None:
             bar.close()
-        if failed is not None:
-            print("ibemu: %s %s; stopping the other workers" % (failed.label(), failed.error_text()),
-                  file=sys.stderr, flush=True)
-        elif stop.stopped:
-            print("ibemu: interrupted; stopping the workers and keeping what they recorded",
-                  file=sys.stderr, flush=True)
+        # a failed worker or an interruption is said once, by the caller, in one line (issue 30):
+        # run_wall raises WallRunError (or KeyboardInterrupt) once the workers are stopped
         pool.stop(STOP_GRACE)
     finally:
         if bar is not None:
@@ -281,9 +277,9 @@ def run_wall(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path 
         if out is None:
             where = ""
         elif write_to is None:
-            where = " ; no worker recorded anything, %s/ left as it was (worker logs in %s/)" % (out, workdir)
+            where = "; no worker recorded anything, %s/ left as it was (worker logs in %s/)" % (out, workdir)
         else:
-            where = " ; partial results in %s/" % out
+            where = "; partial results in %s/" % out
         raise WallRunError("%s%s" % (outcome.error, where))
     if outcome.interrupted:
         raise KeyboardInterrupt

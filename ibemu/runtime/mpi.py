@@ -406,7 +406,7 @@ def _finish(scn: Scenario, fabric: Any, everything: list[dict[str, Any]], workdi
         _add_ranks(out, result.runtime["ranks"], result.validity)
     _rmtree(workdir)
     if failed is not None:
-        where = " ; partial results in %s/" % out if out is not None and recorded else ""
+        where = "; partial results in %s/" % out if out is not None and recorded else ""
         return MpiRun(1, 0, result, "%s %s%s" % (failed.label(), failed.error, where), validity=result.validity)
     return MpiRun(0, 0, result, validity=result.validity)
 
