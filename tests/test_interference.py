@@ -1,9 +1,9 @@
-"""The interference study (issue 29 Deliver 4) at CI size, as ``ibemu reproduce
-interference`` runs it: every check (first principles, the seeds' words) passes."""
+"""The interference study (issue 29 Deliver 4).  Its checks at CI size run in
+tests/test_reproduce.py (every registered reproduction); here its placement, and its
+output files as ``ibemu study interference --ci-size`` writes them."""
 from __future__ import annotations
 
-from ibemu.studies.interference import CI, placement, shared_links
-from ibemu.studies.registry import BY_ID, run_reproduction
+from ibemu.studies.interference import CI, main, placement, shared_links
 
 
 def test_the_collective_shares_links_with_the_hot_spot_only_as_a_victim():
@@ -12,8 +12,8 @@ def test_the_collective_shares_links_with_the_hot_spot_only_as_a_victim():
     assert shared_links(CI) >= 1
 
 
-def test_interference_reproduction_at_ci_size(tmp_path):
-    rows, ok, _ = run_reproduction(BY_ID["interference"], out_dir=tmp_path)
-    table = {c.metric: (ours, verdict) for c, ours, verdict in rows}
-    assert ok, table
+def test_study_command_prints_the_slowdown_per_case(tmp_path, capsys):
+    assert main(str(tmp_path), False, "alone,none", None) == 0
+    out = capsys.readouterr().out
+    assert "none   collective slowdown" in out
     assert (tmp_path / "interference.md").exists() and (tmp_path / "slowdown.png").exists()

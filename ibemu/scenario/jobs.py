@@ -1,6 +1,5 @@
 """``[[job]]`` tables (issue 29 Deliver 1): closed-loop workloads.  A job's ranks run on
-its ``hosts`` (:mod:`.job_hosts`) the operations of its ``ops`` (:mod:`.job_ops`), or
-replay an OTF2 ``trace`` (:mod:`.otf2_trace`)::
+its ``hosts`` (:mod:`.job_hosts`) the operations of its ``ops`` (:mod:`.job_ops`)::
 
     [[job]]
     name = "train"                 # default job<i>; its flows' group
@@ -34,8 +33,7 @@ from .model import LinkSpec
 
 __all__ = ["JOB_KEYS", "parse_jobs", "MAX_JOB_MESSAGES"]
 
-JOB_KEYS = ("name", "hosts", "ops", "op", "sl", "start", "shared", "trace", "compute_scale", "collectives",
-            "max_messages")
+JOB_KEYS = ("name", "hosts", "ops", "op", "sl", "start", "shared", "max_messages")
 MAX_JOB_MESSAGES = 10_000_000
 """Default guard on the messages one job's ranks send in all (``max_messages`` raises it)."""
 
@@ -80,25 +78,16 @@ def parse_jobs(ctx: Checker, entries: Any, hcas: list[str], nodes: dict[str, str
         job.start = ctx.conv(p("start"), parse_time, t.get("start", 0))
         if job.start < 0:
             raise ctx.err(p("start"), "must not be negative")
-        if "trace" in t:
-            if "ops" in t:
-                raise ctx.err(p("ops"), "give only one of ops, trace")
-            from .otf2_trace import trace_job  # noqa: PLC0415 (the optional otf2 package, only for traces)
-            trace_job(ctx, path, t, job, source)
-        else:
-            for k in ("compute_scale", "collectives"):
-                if k in t:
-                    raise ctx.err(p(k), "only used with trace")
-            if "ops" not in t:
-                raise ctx.err(p("ops"), "missing (the job's operations, or a trace)")
-            job.ops = parse_ops(ctx, p("ops"), t["ops"], len(hosts))
-            job.op_names = [op.label() for op in job.ops]
-            limit = integer(ctx, p("max_messages"), t.get("max_messages", MAX_JOB_MESSAGES), 1)
-            _guard(ctx, p("max_messages"), job, limit)
-            try:
-                job.programs = program(job.ops, len(hosts))
-            except ValueError as e:
-                raise ctx.err(p("ops"), str(e)) from None
+        if "ops" not in t:
+            raise ctx.err(p("ops"), "missing (the job's operations)")
+        job.ops = parse_ops(ctx, p("ops"), t["ops"], len(hosts))
+        job.op_names = [op.label() for op in job.ops]
+        limit = integer(ctx, p("max_messages"), t.get("max_messages", MAX_JOB_MESSAGES), 1)
+        _guard(ctx, p("max_messages"), job, limit)
+        try:
+            job.programs = program(job.ops, len(hosts))
+        except ValueError as e:
+            raise ctx.err(p("ops"), str(e)) from None
         for src, dst in job.pairs():
             fname = job_flow_name(jname, hosts[src], hosts[dst])
             if fname in taken:

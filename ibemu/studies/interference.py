@@ -35,8 +35,8 @@ from ..build import build_fabric
 from .congestion_tree import DCMS_TAU, HP, flow_paths
 from .reproduction import Check, Reproduction, RunCache
 
-__all__ = ["CASES", "CI", "FULL", "JOB_START", "placement", "study_raw", "shared_links", "first_principles_ps", "run_case", "run_study",
-           "format_table", "derived", "REPRODUCTIONS"]
+__all__ = ["CASES", "CI", "FULL", "JOB_START", "placement", "study_raw", "shared_links", "first_principles_ps",
+           "run_case", "run_study", "format_table", "derived", "main", "REPRODUCTIONS"]
 
 CASES = ("alone", "none", "hp", "cca", "dcms")
 CI = {"radix": 8, "leaves": 4, "size": 57344, "iterations": 2, "duration": "4ms"}
