@@ -10,6 +10,9 @@ from .cc import install, node_class
 from .errors import UserError
 from .fabric.credits import MAX_CAPACITY_BLOCKS, blocks_of
 from .fabric.faults import make_injectors
+from .fabric.job.install import install_jobs
+from .fabric.job.posted import Posted
+from .fabric.job.spec import JOB_PATTERN
 from .fabric.network import Fabric
 from .fabric.node import Node, Port
 from .fabric.pkey import PKeyTable
@@ -210,7 +213,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases
         fabric.flow_capacity[flow.name] = src.port.rate
         qs, qd = src.new_qpn(), dst.new_qpn()
         vl_s, vl_d = flow.sl % len(src.port.tx), flow.sl % len(dst.port.tx)
-        gen = make_generator(flow, scn.seed)
+        gen = Posted() if flow.pattern == JOB_PATTERN else make_generator(flow, scn.seed)
         off = flow.path if flow.path is not None else index % (1 << scn.routing.lmc)   # LMC path per QP
         if flow.transport == "ud":
             snd = UDSender(src, flow, qs, qd, dst.lid + off, vl_s, gen)
@@ -229,6 +232,8 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases
                 dst.senders.append(rcv)
         snd.slid = src.lid + off
         fabric.qps[flow.name] = (snd, rcv)
+    if scn.jobs:
+        fabric.jobs = install_jobs(fabric, scn.jobs)
     install(fabric, scn.cc, scn.seed, scn.output.bin)
     _partitions(scn, nodes)
     fabric.injectors = make_injectors(fabric, scn.faults, scn.seed)

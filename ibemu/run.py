@@ -27,6 +27,7 @@ from .core import core_kind
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
+from .results.jobs import job_info
 from .results.phases import Phases
 from .results.summary import link_levels
 from .scenario.model import Scenario
@@ -127,6 +128,8 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
         flows = {f.name: f for f in scn.flows}
         metrics = Metrics(scn.duration, scn.output.bin, {}, flows, {}, window_ps=scn.output.window)
         fabric = build_fabric(scn, metrics, phases)
+        if scn.jobs:
+            metrics.jobs = job_info(scn.jobs)
         metrics.add_links(fabric.link_capacity)
         metrics.add_flow_capacity(fabric.flow_capacity)
         capture = (open_link_capture(pcap, fabric.link_ends, fabric.nodes, scn.output.snaplen, canonical=True)

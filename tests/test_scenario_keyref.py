@@ -94,6 +94,18 @@ CC = [
                             "rpi_reset": False}},
 ]
 ROUTING = {"engine": "file", "roots": ["S1"], "lft_file": "none.dump"}
+OPS = [{"type": "allreduce", "algorithm": "ring", "size": "4KiB", "iterations": 2, "compute": "1us"},
+       {"type": "broadcast", "root": 1, "size": 64}, {"type": "halo", "dims": 2, "size": 64},
+       {"type": "halo", "grid": [2, 2], "size": 64},
+       {"type": "p2p", "messages": [[0, 1], [1, 0, 128]], "size": 64}]
+JOBS = [[{"name": "a", "hosts": ["h1", "h2", "h3", "h4"], "op": "write", "sl": 1, "start": "1us", "shared": True,
+          "max_messages": 1000, "ops": OPS},
+         {"name": "b", "hosts": {"first": 2}, "shared": True, "ops": [{"type": "barrier"}]},
+         {"name": "c", "hosts": {"range": [0, 2]}, "shared": True, "ops": [{"type": "alltoall", "size": 64}]},
+         {"name": "d", "hosts": {"every": 2, "offset": 1, "count": 2}, "shared": True,
+          "ops": [{"type": "allgather", "size": 64}]},
+         {"name": "e", "hosts": {"random": 2, "seed": 3}, "shared": True,
+          "ops": [{"type": "reduce_scatter", "size": 64}]}]]
 
 
 def _norm(path: str) -> str:
@@ -124,6 +136,7 @@ def accepted() -> set[str]:
         for path in sorted((ROOT / "scenarios").glob("*.toml")):
             load_scenario(path)
         sources = [dict(FABRIC, cc=cc) for cc in CC] + [dict(FABRIC, routing=ROUTING)]
+        sources += [dict(FABRIC, flow=[], traffic=[], job=jobs) for jobs in JOBS]
         for raw in sources:
             try:
                 scenario_from_dict(raw, label="corpus", source=str(ROOT / "scenarios" / "corpus.toml"))

@@ -71,6 +71,13 @@ class CCAttributes(Protocol):
     def set_attribute(self, attr_id: int, attr_mod: int, data: bytes, now: int) -> bytes | None: ...
 
 
+class MessageSink(Protocol):
+    """Told when an RC responder delivered a message whole (``RCResponder.sink``; a job's
+    rank, issue 29): its last packet was taken in order at *now*."""
+
+    def delivered(self, now: int) -> None: ...
+
+
 class PacketHandler(Protocol):
     """A QP's receive side as the HCA calls it (``HCA.attach_qp``): returns a reply
     frame to send ahead of data, or None."""

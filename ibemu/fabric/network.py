@@ -17,6 +17,7 @@ from .recorder import Recorder
 
 if TYPE_CHECKING:
     from .faults import LinkFaultInjector
+    from .job.rank import Rank
 
 Wiring: TypeAlias = "dict[tuple[Node, int], tuple[Node, int, int]]"
 """(node, port) -> (peer node, peer port, propagation in ps)."""
@@ -35,6 +36,8 @@ class Fabric:
     """flow name -> (the source's QP, the destination's QP)"""
     injectors: dict[str, LinkFaultInjector] = field(default_factory=dict)
     """directed link label -> its fault injector (faulty links only)"""
+    jobs: dict[str, list[Rank]] = field(default_factory=dict)
+    """job name -> its ranks (issue 29)"""
 
     def hcas(self) -> dict[str, HCA]:
         """The HCAs by name."""

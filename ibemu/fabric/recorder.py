@@ -49,6 +49,11 @@ class Recorder:
         CWND, Marking_Rate, ...), *key* its owner (a flow, ``switch:port``).  *value* is
         ``int | float``, not ``float``: mypyc would turn an int CCTI into 28.0 on the way."""
 
+    def job_mark(self, job: str, rank: int, op: int, iteration: int, start: int, end: int) -> None:
+        """Rank *rank* of job *job* finished iteration *iteration* of its operation *op*
+        (issue 29): it posted the iteration's first messages at *start* and received its
+        last at *end*."""
+
     def event(self, t: int, source: str, text: str) -> None:
         """A discrete decision worth logging with its time (a manager's action, a
         Trigger_Threshold crossing)."""

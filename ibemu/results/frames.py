@@ -15,6 +15,8 @@
     run.latency()           # per flow and group: messages, p50_us, p99_us, max_us, mean_us, completion_us
     run.traces()            # congestion-control variables, long form: kind, key, time_ms, value
     run.events()            # logged events: time_ms, source, text
+    run.jobs()              # per job (issue 29): ranks, completion_us, iteration p50/p99/max, slowdown
+    run.job_iterations()    # per job, operation and iteration: op, iteration_us
 
 The numbers are the run's own files (flow_table.csv, links.csv ... results.json), read
 as they are.  pandas is an optional dependency: ``pip install 'ibemu[analysis]'``;
@@ -141,6 +143,36 @@ class Run:
         """results.json ``events``: time_ms, source, text."""
         pd = pandas_module()
         return pd.DataFrame(self.data.get("events") or [], columns=["time_ms", "source", "text"])
+
+    def jobs(self) -> pd.DataFrame:
+        """results.json ``summary["jobs"]`` (issue 29), one row per job, indexed by its
+        name; times in µs (:mod:`ibemu.results.jobs`)."""
+        pd = pandas_module()
+        rows = []
+        for name, d in (self.summary.get("jobs") or {}).items():
+            it, rc = d.get("iteration") or {}, d.get("rank_completion") or {}
+            rows.append({"job": name, "ranks": d["ranks"], "completed": d["completed"],
+                         "completion_us": _us(d.get("completion_ps")), "rank_p50_us": _us(rc.get("p50_ps")),
+                         "rank_p99_us": _us(rc.get("p99_ps")), "rank_max_us": _us(rc.get("max_ps")),
+                         "iteration_p50_us": _us(it.get("p50_ps")), "iteration_p99_us": _us(it.get("p99_ps")),
+                         "iteration_max_us": _us(it.get("max_ps")), "baseline_us": _us(d.get("baseline_ps")),
+                         "slowdown": d.get("slowdown")})
+        return pd.DataFrame(rows, columns=["job", "ranks", "completed", "completion_us", "rank_p50_us",
+                                           "rank_p99_us", "rank_max_us", "iteration_p50_us", "iteration_p99_us",
+                                           "iteration_max_us", "baseline_us", "slowdown"]).set_index("job")
+
+    def job_iterations(self) -> pd.DataFrame:
+        """Every iteration of every job's operations, long form: ``job``, ``op_index``,
+        ``op``, ``iteration``, ``iteration_us`` (empty while unfinished)."""
+        pd = pandas_module()
+        rows = [{"job": name, "op_index": i, "op": o["op"], "iteration": k, "iteration_us": _us(t)}
+                for name, d in (self.summary.get("jobs") or {}).items()
+                for i, o in enumerate(d["ops"]) for k, t in enumerate(o["iteration_ps"])]
+        return pd.DataFrame(rows, columns=["job", "op_index", "op", "iteration", "iteration_us"])
+
+
+def _us(ps: float | None) -> float | None:
+    return None if ps is None else ps / 1e6
 
 
 def load_run(run_dir: str | Path) -> Run:

@@ -94,6 +94,9 @@ class Metrics(Recorder):
         self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
         self.port_times: list[int] = []                                    # sample times (ps)
         self.port_samples: dict[str, dict[str, list[int]]] = {}            # "node:port" -> counter -> values
+        self.job_marks: list[tuple[str, int, int, int, int, int]] = []     # issue 29: ranks' iterations
+        self.jobs: dict[str, dict[str, Any]] = {}                          # job name -> .jobs.job_info
+        self.job_baselines: dict[str, int] = {}                            # job name -> completion alone (ps)
         for label in self.link_capacity:
             self._new_link(label)
         for name in self.flows:
@@ -208,6 +211,9 @@ class Metrics(Recorder):
     def event(self, t: int, source: str, text: str) -> None:
         self.events.append((t, source, text))
 
+    def job_mark(self, job: str, rank: int, op: int, iteration: int, start: int, end: int) -> None:
+        self.job_marks.append((job, rank, op, iteration, start, end))
+
     def sample_ports(self, t: int, totals: Mapping[str, Mapping[str, int]]) -> None:
         """Port counter totals (``{"node:port": {counter: value}}``, IBA units) at *t*."""
         self.port_times.append(t)
@@ -262,7 +268,7 @@ class Metrics(Recorder):
                 "counters": {n: dict(c) for n, c in self._counters.items()},
                 "traces": [[kind, key, tr] for (kind, key), tr in self.traces.items()],
                 "events": list(self.events), "port_times": list(self.port_times),
-                "port_samples": self.port_samples}
+                "port_samples": self.port_samples, "job_marks": [list(m) for m in self.job_marks]}
 
     def merge_bins(self, data: Mapping[str, Any]) -> None:
         """Add bins exported by :meth:`export_bins` of a Metrics with the same bin."""
@@ -308,6 +314,8 @@ class Metrics(Recorder):
             elif not _contains(mine, theirs):
                 mine.extend(theirs)
                 mine.sort(key=lambda tv: tv[0])
+        for m in data.get("job_marks", ()):
+            self.job_marks.append((str(m[0]), int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5])))
         if data.get("events"):
             self.events = sorted(self.events + [tuple(e) for e in data["events"]], key=lambda e: e[0])
         times = data.get("port_times") or []

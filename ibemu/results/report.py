@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import OutputError, UserError
 from .reader import Results, load_results, read_series
+from .report_jobs import jobs_section
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -433,11 +434,12 @@ def report_html(run_dir: str | Path) -> str:
         raise UserError("%s: not a run's output folder (no results.json)" % run_dir) from e
     counters_html, ports, times = _counters_section(go, res)
     sections = [_scenario_section(res), _summary_section(res), _rates_section(go, res), _links_section(go, res),
-                _latency_section(go, res), counters_html, _cc_section(go, res, ports, times)]
+                _latency_section(go, res), jobs_section(go, res.summary.get("jobs"), _section, _table, _figure_html),
+                counters_html, _cc_section(go, res, ports, times)]
     sections = [s for s in sections if s]
     toc = " · ".join('<a href="#%s">%s</a>' % (a, t) for a, t in (
         ("scenario", "scenario"), ("summary", "summary"), ("throughput", "throughput"), ("links", "links"),
-        ("latency", "latency"), ("counters", "port counters"), ("cc", "congestion control"))
+        ("latency", "latency"), ("jobs", "jobs"), ("counters", "port counters"), ("cc", "congestion control"))
         if any(s.startswith('<section id="%s"' % a) for s in sections))
     from .. import __version__
     return "".join([

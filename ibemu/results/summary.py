@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..units import PS_PER_MS, PS_PER_S, PS_PER_US
+from .jobs import job_rows, job_summary
 from .latency import latency_stats
 from .rates import between, jain_index
 
@@ -210,10 +211,13 @@ def summarize(m: Metrics, t_from: int | None = None, t_to: int | None = None) ->
                                 "groups": {g: groups[g]["jain"] for g in groups}}
     if win:
         fairness["jain_window"] = jain_index(win_tputs.values())
-    return {"duration_ps": m.duration, "bin_ps": m.bin,
-            "window": {"from_ps": win[0], "to_ps": win[1]} if win else None,
-            "flows": flows, "groups": groups, "links": links, "fairness": fairness,
-            "counters": m.counters()}
+    out = {"duration_ps": m.duration, "bin_ps": m.bin,
+           "window": {"from_ps": win[0], "to_ps": win[1]} if win else None,
+           "flows": flows, "groups": groups, "links": links, "fairness": fairness,
+           "counters": m.counters()}
+    if m.jobs or m.job_marks:           # issue 29: only runs with jobs have the key
+        out["jobs"] = job_summary(m.job_marks, m.jobs, m.job_baselines)
+    return out
 
 
 def _makespan(m: Metrics, fcts: dict[str, int]) -> int:
@@ -314,6 +318,8 @@ def format_summary_table(summary: dict[str, Any], link_levels: Mapping[str, str]
                  for lbl, d in links.items()]
         if lrows:
             out += [""] + table(["link", "util", "data util", "bytes"], lrows, 1)
+    if s.get("jobs"):
+        out += [""] + job_rows(s["jobs"])
     fair = s.get("fairness")
     if fair:
         j = fair.get("jain_window", fair["jain"]) if win else fair["jain"]

@@ -185,6 +185,38 @@ TRAFFIC_OWN = [
 ]
 
 
+JOBS = [
+    K("job", "array of tables", "", "[]", "", "closed-loop jobs: ranks on hosts running collective operations"),
+    K("job[].name", "string", "", "job<i>", "", "the job's name (its flows' group)"),
+    K("job[].hosts", "array or table", "", "required", "HCA names, {first}, {range}, {every}, {random}",
+      "the ranks' hosts: rank i on the i-th"),
+    K("job[].hosts.first", "integer", "hosts", "required", ">= 1", "the first N HCAs"),
+    K("job[].hosts.range", "array", "", "required", "[start, stop(, step)] HCA positions", "HCAs as Python's range"),
+    K("job[].hosts.every", "integer", "", "required", ">= 1", "every k-th HCA"),
+    K("job[].hosts.offset", "integer", "", "0", ">= 0", "the first HCA index of every"),
+    K("job[].hosts.count", "integer", "hosts", "all", ">= 1", "how many HCAs every takes"),
+    K("job[].hosts.random", "integer", "hosts", "required", ">= 1", "N HCAs drawn at random"),
+    K("job[].hosts.seed", "integer", "", "scenario.seed", "0 .. 2^63-1", "seed of the random draw"),
+    K("job[].op", "string", "", "send", "send, write", "the RC operation of the job's messages"),
+    K("job[].sl", "integer", "", "0", "0 .. 15", "service level of the job's messages"),
+    K("job[].start", "time", "", "0ns", ">= 0", "when the ranks start"),
+    K("job[].shared", "boolean", "", "false", "", "may share hosts with other jobs (each job concerned says so)"),
+    K("job[].max_messages", "integer", "messages", "10000000", ">= 1", "guard on the messages the job sends"),
+    K("job[].ops", "array of tables", "", "required", "", "the operations the ranks run, in order"),
+    K("job[].ops[].type", "string", "", "required", "allreduce, allgather, reduce_scatter, alltoall, broadcast, "
+      "barrier, halo, p2p", "the operation"),
+    K("job[].ops[].algorithm", "string", "", "ring", "ring, recursive_doubling (allreduce)", "the algorithm"),
+    K("job[].ops[].size", "size", "bytes", "required (barrier: 1 B)", ">= 1 B", "the operation's message size"),
+    K("job[].ops[].iterations", "integer", "", "1", ">= 1", "times the operation repeats"),
+    K("job[].ops[].compute", "time", "", "0ns", ">= 0", "compute time before each iteration but the first"),
+    K("job[].ops[].root", "integer", "rank", "0", "a rank", "the broadcast's root"),
+    K("job[].ops[].dims", "integer", "", "2", "2, 3", "the halo's dimensions"),
+    K("job[].ops[].grid", "array of integers", "ranks", "balanced", "product = ranks", "the halo's grid"),
+    K("job[].ops[].messages", "array", "", "required (p2p)", "[src, dst] or [src, dst, size]",
+      "the p2p messages between ranks"),
+]
+
+
 def _under(prefix: str, keys: list[Key]) -> list[Key]:
     return [Key(prefix + "." + k.path, k.type, k.unit, k.default, k.range, k.meaning) for k in keys]
 
@@ -257,7 +289,7 @@ def _sections() -> list[tuple[str, list[Key]]]:
         ("Run", SCENARIO), ("Links", _under("defaults.link", LINK)),
         ("Switches", _under("defaults.switch", SWITCH)), ("HCAs", _under("defaults.hca", HCA)),
         ("Nodes and links", NODES + _under("switch[]", SWITCH) + _under("hca[]", HCA) + _under("link[]", LINK)),
-        ("Flows", FLOWS), ("Traffic patterns", TRAFFIC), ("Output and routing", OUTPUT),
+        ("Flows", FLOWS), ("Traffic patterns", TRAFFIC), ("Jobs", JOBS), ("Output and routing", OUTPUT),
         ("Faults", FAULTS), ("Congestion control", [Key(*row) for row in CC]), ("Templates", TEMPLATE),
     ]
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..fabric.faults import FaultSpec
+from ..fabric.job.spec import JobSpec
 from ..fabric.params import FlowSpec, HCAParams, LinkParams, SwitchParams
 from ..units import PS_PER_MS, PS_PER_US
 
@@ -112,6 +113,7 @@ class Scenario:
     cc: CCSpec | None = None                # None: no congestion control
     faults: FaultSpec | None = None         # None: no link faults
     routing: RoutingSpec = field(default_factory=RoutingSpec)
+    jobs: list[JobSpec] = field(default_factory=list)   # closed-loop workloads (issue 29); their flows are in flows
 
 
 def guids_of(switches: list[SwitchSpec], hcas: list[HCASpec]) -> dict[str, int]:

@@ -24,6 +24,7 @@ from ..validate import name as check_name
 from .cc import parse_cc_table
 from .faults import parse_faults
 from .flows import parse_flows
+from .jobs import parse_jobs
 from .links import LINK_KEYS, label_paths, link_params, parse_links
 from .model import Scenario
 from .nodes import (
@@ -45,7 +46,7 @@ from .traffic import parse_traffic
 __all__ = ["TOP_KEYS", "MAX_FILE", "load_scenario", "read_scenario_file", "scenario_from_dict"]
 
 TOP_KEYS = ("scenario", "defaults", "switch", "hca", "link", "flow", "output", "template", "cc", "faults",
-            "traffic", "routing")
+            "traffic", "routing", "job")
 MAX_FILE = 16 * 2**20       # a scenario file is a few KiB; a larger one is a mistake, not read into memory
 
 _KINDS = ((stat.S_ISDIR, "is a directory, not a scenario file"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
@@ -172,6 +173,9 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
 
     flows = parse_flows(ctx, raw.get("flow", []), names.kind, links)
     flows += parse_traffic(ctx, raw.get("traffic", []), [h.name for h in hcas], names.kind, links, seed, flows)
+    jobs, job_flows = parse_jobs(ctx, raw.get("job", []), [h.name for h in hcas], names.kind, links, seed, flows,
+                                 source)
+    flows += job_flows
     out = parse_output(ctx, raw.get("output", {}), labels, flows)
     check_memory(ctx, duration, out, len(labels), len(flows), memory_limit)
     cc = parse_cc_table(ctx, raw, names.kind)
@@ -187,4 +191,4 @@ def _build(ctx: Checker, raw: dict[str, Any], default_name: str | None, source: 
         resolved["output"]["snaplen"] = out.snaplen
     return Scenario(name=scn_name, duration=duration, switches=switches, hcas=hcas, links=links, flows=flows,
                     seed=seed, output=out, source=source, resolved=resolved, cc=cc, faults=faults,
-                    routing=routing)
+                    routing=routing, jobs=jobs)

@@ -26,13 +26,14 @@ from .congestion_tree import REPRODUCTIONS as TREE
 from .dcms.reproduce import REPRODUCTIONS as DCMS
 from .figure_axes import plot_rate_figure
 from .hp.reproduce import REPRODUCTIONS as HP
+from .interference import REPRODUCTIONS as INTERFERENCE
 from .reproduction import DEPARTS, FIXED, MISMATCH, PAPER, REGRESSION, Check, Reproduction, RunCache
 from .santos import REPRODUCTIONS as SANTOS
 
 __all__ = ["Check", "Reproduction", "RunCache", "REPRODUCTIONS", "BY_ID", "measure",
            "RunnerResult", "run_reproduction", "format_rows", "departures", "main"]
 
-REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS, *TREE]
+REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS, *TREE, *INTERFERENCE]
 BY_ID: dict[str, Reproduction] = {r.id: r for r in REPRODUCTIONS}
 Row = tuple[Check, float, str]
 """(check, ours, verdict): :meth:`Check.verdict`."""

@@ -28,6 +28,7 @@ from .psn import ACK_SYNDROME, LAST_OPCODES, NAK_PSN_SEQ, PSN_HALF, PSN_MOD, RC_
 from .sender import SenderBase
 
 if TYPE_CHECKING:
+    from ..hooks import MessageSink
     from ..params import FlowSpec
     from ..hca import HCA
 
@@ -54,6 +55,7 @@ class RCResponder(SenderBase):
         self.out_of_sequence = 0
         self.nak_sent = False               # a PSN sequence error NAK is outstanding
         self._flush_armed = False           # a delayed-ACK flush timer is pending
+        self.sink: MessageSink | None = None    # told of each message delivered (a job's rank)
 
     def _ack(self, psn: int, syndrome: int = ACK_SYNDROME, becn: int = 0) -> bytearray:
         return self._build(OP.RC_ACKNOWLEDGE, psn, becn=becn,
@@ -119,6 +121,8 @@ class RCResponder(SenderBase):
         if last:
             recorder.message_done(self.name, self.messages_done, now)
             self.messages_done += 1
+            if self.sink is not None:
+                self.sink.delivered(now)
         self.since_ack += 1
         if self.since_ack >= self.ack_every or get_ackreq(frame) or fecn:
             self.since_ack = 0
