@@ -13,7 +13,8 @@ from ibemu.build import build_fabric
 from ibemu.cc.registry import CCSpec, InstallContext, Scheme
 from ibemu.fabric.network import Fabric
 from ibemu.fabric.qp import SenderBase
-from ibemu.fabric.switch import Entry, Switch
+from ibemu.fabric.switch import Switch
+from ibemu.fabric.xport import Entry
 from ibemu.resources import scenario_names, scenario_source
 from ibemu.run import run_virtual
 from ibemu.scenario import ScenarioError, load_scenario, scenario_from_dict

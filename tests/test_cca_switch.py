@@ -10,7 +10,7 @@ from test_switch import data_frame, make_switch
 
 from ibemu.cc.cca.settings import PortSetting, SwitchSetting
 from ibemu.cc.cca.switch import CCAMarker, threshold_blocks
-from ibemu.fabric.switch import Entry
+from ibemu.fabric.xport import Entry
 
 OUT, IN1, IN2, IN3 = 4, 1, 2, 3
 CAP = 4 * 33                                    # input VL buffer: 4 packets of 33 blocks

@@ -8,7 +8,7 @@ import pytest
 from ibemu.cc.hp.config import HPSpec
 from ibemu.cc.hp.marking import HPMarker
 from ibemu.fabric.credits import CreditRx, CreditTx, blocks_of
-from ibemu.fabric.switch import Entry
+from ibemu.fabric.xport import Entry
 from ibemu.wire import codec
 from ibemu.wire import opcodes as OP
 

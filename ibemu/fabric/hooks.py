@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ..wire.layout import Buf
     from .hca import HCA
     from .qp.sender import SenderBase
-    from .switch import Entry, Switch
+    from .switch import Switch
+    from .xport import Entry
 
 
 class Marker(Protocol):

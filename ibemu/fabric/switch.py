@@ -20,9 +20,8 @@
   dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
 - A packet's input buffer space is freed, and a flow-control packet returns the credit
   upstream, when its last byte has left the switch.
-
 Marking policies (issues 5 and 6) hook in through :meth:`Switch.attach_marker` (a
-:class:`~ibemu.fabric.hooks.Marker`).
+:class:`~ibemu.fabric.hooks.Marker`).  Per-port state and packets: :mod:`.xport`.
 """
 from __future__ import annotations
 
@@ -32,13 +31,12 @@ from .params import SwitchParams
 from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl, get_vl, icrc_ok, set_vl
 from ..wire.layout import GRH_PACKET_MIN, Buf
 from ..wire.mad import GSI_QP
-from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL
-from ..wire.opcodes import is_data
+from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL, is_data
 from .credits import blocks_of
 from .mad_agent import MADAgent
 from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
-from .vlarb import VLArbiter
+from .xport import Entry, XPort
 
 if TYPE_CHECKING:
     from .hooks import Marker
@@ -47,48 +45,6 @@ if TYPE_CHECKING:
 _DATA_OPCODE: Final = [is_data(op) for op in range(256)]
 T_COMPLETE: Final = T_OWN    # the switch's own deadlines (node.Timer)
 T_ELIGIBLE: Final = T_OWN + 1
-
-
-class Entry:
-    """A packet resident in the switch."""
-    __slots__ = ("frame", "inp", "vl_in", "out", "vl", "blocks", "eligible", "tail",
-                 "bypassed", "data", "share")
-
-    def __init__(self, frame: bytearray, inp: int, vl_in: int, out: int, vl: int, blocks: int,
-                 eligible: int, tail: int, data: bool) -> None:
-        self.frame = frame                  # the packet (its VL and FECN rewritten in place)
-        self.inp = inp                      # input port (-1: port 0, the switch's own)
-        self.vl_in = vl_in                  # VL it arrived on
-        self.out = out                      # output port
-        self.vl = vl                        # VL it leaves on
-        self.blocks = blocks                # credit blocks it holds in the input buffer
-        self.eligible = eligible            # ps: may start on the output link from then on
-        self.tail = tail                    # ps: its last byte is in
-        self.bypassed = 0                   # times a newer packet was sent before it
-        self.data = data                    # a data packet (not an ACK, CNP or MAD)
-        self.share = 0                      # output rate it takes of its input's read rate (0: all)
-
-
-class XPort:
-    """The switch's own state of one port: as an output, its FIFOs per VL, its VL15
-    queue, the packets waiting (cnt1 of seed 003 §5) and its VL arbiter; as a crossbar
-    input, the time it frees (``in_busy``) and the rates of the slower outputs it feeds
-    now (``in_share``).  Port 0 (the switch's own, input index -1) has one too, as an
-    input only.  One object per port, read by attribute: the tables it replaces were
-    int-keyed dicts, a lookup and a boxed int per access (issue 16)."""
-    __slots__ = ("index", "port", "queues", "vl15", "queued", "arb", "wake_at", "in_busy", "in_share", "rate")
-
-    def __init__(self, index: int, port: Port | None, nvl: int, arb: VLArbiter | None) -> None:
-        self.index = index
-        self.port = port                    # None for port 0
-        self.queues: list[list[Entry]] = [[] for _ in range(nvl)]
-        self.vl15: list[Entry] = []         # VL15 packets (priority, no credits)
-        self.queued = 0                     # packets waiting for this output
-        self.arb = arb
-        self.wake_at = -1                   # pending eligibility timer
-        self.in_busy = 0                    # ps: as an input, when its crossbar input frees
-        self.in_share = 0                   # as an input: rates of the slower outputs it feeds now
-        self.rate = port.rate if port is not None else 0
 
 
 class Switch(Node):

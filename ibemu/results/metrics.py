@@ -11,26 +11,21 @@ picoseconds.
 """
 from __future__ import annotations
 
-import base64
 import math
-import zlib
 from array import array
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-from ..fabric.recorder import Recorder
-from ..units import PS_PER_MS, PS_PER_S
+from ..fabric.bins import BinnedRecorder
+from ..units import PS_PER_MS
 from .latency import Times, completion_time, join
+from .packing import contains_points, pack_times, unpack_times
 from .rates import bin_edges, sliding_rate
 from .summary import summarize
 
-_ZERO = (0,)
 Bins: TypeAlias = "array[int]"               # array("q"): one signed 64-bit count per bin
-LinkSeries: TypeAlias = "tuple[Bins, Bins, Bins]"     # all bytes, data bytes, data packets
-FlowTxSeries: TypeAlias = "tuple[Bins, Bins]"         # bytes, packets
-FlowRxSeries: TypeAlias = "tuple[Bins, Bins, Bins, Bins]"   # payload bytes, packets, messages, wire bytes
 
 
 class FlowLike(Protocol):
@@ -42,19 +37,7 @@ class FlowLike(Protocol):
     count: int | None
 
 
-def _pack(a: Times) -> str:
-    """An array("q") of times or message numbers for a worker's JSON part: its
-    differences (small: the values mostly grow) as little-endian int64, zlib, base64."""
-    d = np.diff(np.asarray(a, dtype=np.int64), prepend=np.int64(0)).astype("<i8")
-    return base64.b64encode(zlib.compress(d.tobytes(), 6)).decode("ascii")
-
-
-def _unpack(text: str) -> Times:
-    d = np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype="<i8")
-    return array("q", np.cumsum(d, dtype=np.int64).tobytes())
-
-
-class Metrics(Recorder):
+class Metrics(BinnedRecorder):
     """Binned counts of everything the fabric reports.
 
     *link_capacity*: directed link label -> bytes/s.  *flows*: flow name -> spec with
@@ -75,18 +58,10 @@ class Metrics(Recorder):
     def __init__(self, duration_ps: int, bin_ps: int, link_capacity: Mapping[str, int],
                  flows: Mapping[str, FlowLike], flow_capacity: Mapping[str, int], *,
                  window_ps: int = 2 * PS_PER_MS) -> None:
-        if duration_ps <= 0 or bin_ps <= 0:
-            raise ValueError("duration and bin must be positive (got %r, %r)" % (duration_ps, bin_ps))
-        self.duration = int(duration_ps)
-        self.bin = int(bin_ps)
-        self.link_capacity: dict[str, int] = dict(link_capacity)
+        super().__init__(duration_ps, bin_ps, link_capacity)
         self.flows: dict[str, FlowLike] = dict(flows)
         self.flow_capacity: dict[str, int] = dict(flow_capacity)
         self.window = int(window_ps)
-        self._n = -(-self.duration // self.bin)
-        self._links: dict[str, LinkSeries] = {}
-        self._ftx: dict[str, FlowTxSeries] = {}
-        self._frx: dict[str, FlowRxSeries] = {}
         self._mstart: dict[str, Times] = {}                                # flow -> start ps by message
         self._mdone: dict[str, tuple[Times, Times]] = {}                   # flow -> (message, done ps)
         self._counters: dict[str, dict[str, int]] = {}
@@ -101,77 +76,6 @@ class Metrics(Recorder):
             self._new_link(label)
         for name in self.flows:
             self._new_flow(name)
-
-    # -- hot path (one call per frame-hop / packet): no numpy, one dict lookup
-    def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
-        """A frame of *nbytes* starts on *link* at *t*.  Its bytes are counted over the
-        time it occupies the link (at the link's rate), so a frame that crosses a bin
-        edge is split between the bins (whole bytes, the remainder in the last): a link's
-        utilization never reads above 1.0 in a window shorter than a few packets.  Its
-        packet is counted at its start."""
-        b = self.bin
-        i = t // b
-        cap = self.link_capacity.get(link)
-        end = t - (-nbytes * PS_PER_S // cap) if cap else t     # its serialization (Port.tx_time)
-        if end > (i + 1) * b:
-            self._link_split(link, t, end, nbytes, data)
-            return
-        try:
-            s = self._links[link]
-            s[0][i] += nbytes
-            if data:
-                s[1][i] += nbytes
-                s[2][i] += 1
-        except (KeyError, IndexError):
-            self._grow(self._links, self._new_link, link, i)
-            self.link_tx(link, t, nbytes, data)
-
-    def _link_split(self, link: str, t: int, end: int, nbytes: int, data: bool) -> None:
-        """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges.
-        A frame that started within the run and ends after it counts only the bytes
-        that went on the link before the run's end (the run carried no more; the
-        series keep the run's length and never read above 1.0)."""
-        b = self.bin
-        i = t // b
-        span, done = end - t, 0
-        if t < self.duration < end:
-            nbytes = nbytes * (self.duration - t) // span
-            span = self.duration - t
-            end = self.duration
-        last = (end - 1) // b
-        self._grow(self._links, self._new_link, link, last)
-        s = self._links[link]
-        if data:
-            s[2][i] += 1
-        for k in range(i, last + 1):
-            upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
-            part, done = upto - done, upto
-            s[0][k] += part
-            if data:
-                s[1][k] += part
-
-    def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
-        i = t // self.bin
-        try:
-            s = self._ftx[flow]
-            s[0][i] += nbytes
-            s[1][i] += 1
-        except (KeyError, IndexError):
-            self._grow(self._ftx, self._new_flow, flow, i)
-            self.flow_tx(flow, t, nbytes)
-
-    def flow_rx(self, flow: str, t: int, nbytes: int, wire: int, message_done: bool) -> None:
-        i = t // self.bin
-        try:
-            s = self._frx[flow]
-            s[0][i] += nbytes
-            s[1][i] += 1
-            s[3][i] += wire
-            if message_done:
-                s[2][i] += 1
-        except (KeyError, IndexError):
-            self._grow(self._frx, self._new_flow, flow, i)
-            self.flow_rx(flow, t, nbytes, wire, message_done)
 
     def message_start(self, flow: str, seq: int, t: int) -> None:
         a = self._mstart.get(flow)
@@ -263,8 +167,8 @@ class Metrics(Recorder):
             return {k: [list(x) for x in v] for k, v in table.items() if any(any(x) for x in v)}
         return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
                 "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
-                "msg_start": {k: _pack(v) for k, v in self._mstart.items()},
-                "msg_done": {k: [_pack(v[0]), _pack(v[1])] for k, v in self._mdone.items()},
+                "msg_start": {k: pack_times(v) for k, v in self._mstart.items()},
+                "msg_done": {k: [pack_times(v[0]), pack_times(v[1])] for k, v in self._mdone.items()},
                 "counters": {n: dict(c) for n, c in self._counters.items()},
                 "traces": [[kind, key, tr] for (kind, key), tr in self.traces.items()],
                 "events": list(self.events), "port_times": list(self.port_times),
@@ -290,15 +194,15 @@ class Metrics(Recorder):
                         if v:
                             mine[i] += v
         for name, text in data.get("msg_start", {}).items():
-            theirs = _unpack(text)
+            theirs = unpack_times(text)
             mine = self._mstart.get(name)
             if mine and any(x >= 0 for x in mine):  # a flow's messages start at its one source
                 raise ValueError("message starts of flow %r recorded twice" % name)
             self._mstart[name] = theirs
         for name, (seqs, times) in data.get("msg_done", {}).items():
             d = self._mdone.setdefault(name, (array("q"), array("q")))
-            d[0].extend(_unpack(seqs))
-            d[1].extend(_unpack(times))
+            d[0].extend(unpack_times(seqs))
+            d[1].extend(unpack_times(times))
         for node, values in data["counters"].items():
             for name, v in values.items():
                 self.counter(node, name, v)
@@ -309,9 +213,9 @@ class Metrics(Recorder):
             # traces are the virtual clock's)
             theirs = [(t, v) for t, v in tr]
             mine = self.traces.get((kind, key))
-            if mine is None or _contains(theirs, mine):
+            if mine is None or contains_points(theirs, mine):
                 self.traces[(kind, key)] = theirs
-            elif not _contains(mine, theirs):
+            elif not contains_points(mine, theirs):
                 mine.extend(theirs)
                 mine.sort(key=lambda tv: tv[0])
         for m in data.get("job_marks", ()):
@@ -330,40 +234,6 @@ class Metrics(Recorder):
             k = len(self.port_times)
             for label, series in data["port_samples"].items():
                 self.port_samples[label] = {name: list(vals[:k]) for name, vals in series.items()}
-
-    # -- slow path
-    # Bins are preallocated int64 arrays, not lists: a list holds a separate int object
-    # (32 bytes) for every bin once its count passes 256, so a long run's memory grew as
-    # the bins filled (+6 MB per worker in 10 minutes of benchmarks/soak_wall.py); an
-    # array takes its 8 bytes per bin up front and stays flat (issue 8 item 8).
-    def _zeros(self) -> Bins:
-        # repetition allocates exactly n items (array("q", bytes(8 * n)) over-allocated 1/16
-        # and held a temporary copy): the memory ibemu.scenario.output.bins_memory estimates
-        return array("q", _ZERO) * self._n
-
-    def _new_link(self, label: str) -> None:
-        self._links[label] = (self._zeros(), self._zeros(), self._zeros())
-
-    def _new_flow(self, name: str) -> None:
-        self._ftx[name] = (self._zeros(), self._zeros())
-        self._frx[name] = (self._zeros(), self._zeros(), self._zeros(), self._zeros())
-
-    def _extend_all(self) -> None:
-        """Every series grows to ``self._n`` bins."""
-        for tbl in (self._links, self._ftx, self._frx):
-            for series in tbl.values():
-                for lst in series:
-                    lst.extend([0] * (self._n - len(lst)))
-
-    def _grow(self, table: Mapping[str, tuple[Bins, ...]], create: Callable[[str], None],
-              key: str, i: int) -> None:
-        if i < 0:
-            raise ValueError("negative time reported to Metrics (bin %d)" % i)
-        if key not in table:
-            create(key)
-        if i >= self._n:                       # an event after the run's end: all series grow
-            self._n = i + 1
-            self._extend_all()
 
     # -- series access
     @property
@@ -510,15 +380,3 @@ class Metrics(Recorder):
         """Totals and rates of the run, and over [t_from, t_to] when either is given
         (:func:`ibemu.results.summary.summarize`)."""
         return summarize(self, t_from, t_to)
-
-
-def _contains(big: list[tuple[int, Any]], small: list[tuple[int, Any]]) -> bool:
-    """Whether every point of *small* is in *big* (as many times)."""
-    pool: dict[tuple[int, Any], int] = {}
-    for p in big:
-        pool[p] = pool.get(p, 0) + 1
-    for p in small:
-        if not pool.get(p):
-            return False
-        pool[p] -= 1
-    return True

@@ -61,7 +61,8 @@ from .settings import SwitchSetting
 
 if TYPE_CHECKING:
     from ...fabric.recorder import Recorder
-    from ...fabric.switch import Entry, Switch
+    from ...fabric.switch import Switch
+    from ...fabric.xport import Entry
 
 
 def threshold_blocks(threshold: int, capacity_blocks: int) -> int | None:

@@ -48,7 +48,8 @@ from ...fabric.node import VL15
 from ...wire.fields import get_fecn, set_fecn
 
 if TYPE_CHECKING:
-    from ...fabric.switch import Entry, Switch
+    from ...fabric.switch import Switch
+    from ...fabric.xport import Entry
     from .config import HPSpec
 
 PortVL: TypeAlias = "tuple[int, int]"

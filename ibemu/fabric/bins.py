@@ -1,0 +1,153 @@
+"""The hot half of the run's recorder, compiled with the core (issue 28: the interpreted
+``Metrics.link_tx``, once per frame-hop, took about a sixth of a 648-host run).
+
+:class:`BinnedRecorder` implements the per-frame calls of the
+:class:`~ibemu.fabric.recorder.Recorder` contract -- :meth:`link_tx`, :meth:`flow_tx`,
+:meth:`flow_rx` -- as counts per time bin of ``output.bin``; :class:`ibemu.results.Metrics`
+extends it with everything that is read after the run (rates, summaries, merging the wall
+clock's workers).  The series are int64 arrays, one count per bin, allocated up front (a
+list would hold a separate int object per bin: issue 8 item 8).
+
+Rules (seed 003 §3 rates are taken over these bins): a frame's bytes are counted over the
+time it occupies the link at the link's rate, split between the bins it crosses (whole
+bytes, the remainder in the last), so a link's utilization never reads above 1.0 in a
+window shorter than a few packets; its packet is counted at its start.  A frame that
+starts within the run and ends after it counts only the bytes before the run's end.
+Events at or after the run's end are kept: every series grows.
+"""
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping
+
+from mypy_extensions import mypyc_attr
+
+from ..units import PS_PER_S
+from .recorder import Recorder
+
+__all__ = ["BinnedRecorder", "LinkSeries", "FlowTxSeries", "FlowRxSeries"]
+
+_ZERO = (0,)
+LinkSeries = tuple["array[int]", "array[int]", "array[int]"]                   # all bytes, data bytes, data packets
+FlowTxSeries = tuple["array[int]", "array[int]"]                               # bytes, packets
+FlowRxSeries = tuple["array[int]", "array[int]", "array[int]", "array[int]"]   # payload, packets, messages, wire
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)   # ibemu.results.Metrics extends it
+class BinnedRecorder(Recorder):
+    """Counts per bin of *bin_ps* over a run of *duration_ps*: per directed link (whose
+    rate in bytes/s is in :attr:`link_capacity`) and per flow."""
+
+    def __init__(self, duration_ps: int, bin_ps: int, link_capacity: Mapping[str, int]) -> None:
+        if duration_ps <= 0 or bin_ps <= 0:
+            raise ValueError("duration and bin must be positive (got %r, %r)" % (duration_ps, bin_ps))
+        self.duration = int(duration_ps)
+        self.bin = int(bin_ps)
+        self.link_capacity: dict[str, int] = dict(link_capacity)
+        self._n = -(-self.duration // self.bin)
+        self._links: dict[str, LinkSeries] = {}
+        self._ftx: dict[str, FlowTxSeries] = {}
+        self._frx: dict[str, FlowRxSeries] = {}
+
+    # -- hot path (one call per frame-hop / packet): one dict lookup
+    def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
+        """A frame of *nbytes* starts on *link* at *t* (module doc)."""
+        b = self.bin
+        i = t // b
+        cap = self.link_capacity.get(link, 0)
+        end = t - (-nbytes * PS_PER_S // cap) if cap else t     # its serialization (Port.tx_time)
+        if end > (i + 1) * b:
+            self._link_split(link, t, end, nbytes, data)
+            return
+        s = self._links.get(link)
+        if s is None or not 0 <= i < self._n:
+            if link not in self._links:
+                self._new_link(link)
+            self._grow_to(i)
+            s = self._links[link]
+        s[0][i] += nbytes
+        if data:
+            s[1][i] += nbytes
+            s[2][i] += 1
+
+    def _link_split(self, link: str, t: int, end: int, nbytes: int, data: bool) -> None:
+        """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
+        b = self.bin
+        i = t // b
+        span = end - t
+        done = 0
+        if t < self.duration < end:
+            nbytes = nbytes * (self.duration - t) // span
+            span = self.duration - t
+            end = self.duration
+        last = (end - 1) // b
+        if link not in self._links:
+            self._new_link(link)
+        self._grow_to(last)
+        s = self._links[link]
+        if data:
+            s[2][i] += 1
+        for k in range(i, last + 1):
+            upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
+            part = upto - done
+            done = upto
+            s[0][k] += part
+            if data:
+                s[1][k] += part
+
+    def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
+        i = t // self.bin
+        s = self._ftx.get(flow)
+        if s is None or not 0 <= i < self._n:
+            if flow not in self._ftx:
+                self._new_flow(flow)
+            self._grow_to(i)
+            s = self._ftx[flow]
+        s[0][i] += nbytes
+        s[1][i] += 1
+
+    def flow_rx(self, flow: str, t: int, nbytes: int, wire: int, message_done: bool) -> None:
+        i = t // self.bin
+        s = self._frx.get(flow)
+        if s is None or not 0 <= i < self._n:
+            if flow not in self._frx:
+                self._new_flow(flow)
+            self._grow_to(i)
+            s = self._frx[flow]
+        s[0][i] += nbytes
+        s[1][i] += 1
+        s[3][i] += wire
+        if message_done:
+            s[2][i] += 1
+
+    # -- growing
+    def _zeros(self) -> array[int]:
+        # repetition allocates exactly n items (array("q", bytes(8 * n)) over-allocated 1/16
+        # and held a temporary copy): the memory ibemu.scenario.output.bins_memory estimates
+        return array("q", _ZERO) * self._n
+
+    def _new_link(self, label: str) -> None:
+        self._links[label] = (self._zeros(), self._zeros(), self._zeros())
+
+    def _new_flow(self, name: str) -> None:
+        self._ftx[name] = (self._zeros(), self._zeros())
+        self._frx[name] = (self._zeros(), self._zeros(), self._zeros(), self._zeros())
+
+    def _extend_all(self) -> None:
+        """Every series grows to ``self._n`` bins."""
+        for links in self._links.values():
+            for a in links:
+                a.extend([0] * (self._n - len(a)))
+        for tx in self._ftx.values():
+            for a in tx:
+                a.extend([0] * (self._n - len(a)))
+        for rx in self._frx.values():
+            for a in rx:
+                a.extend([0] * (self._n - len(a)))
+
+    def _grow_to(self, i: int) -> None:
+        if i < 0:
+            raise ValueError("negative time reported to Metrics (bin %d)" % i)
+        if i >= self._n:                       # an event after the run's end: all series grow
+            self._n = i + 1
+            self._extend_all()
