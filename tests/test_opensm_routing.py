@@ -17,7 +17,8 @@ from ibemu.cc.cca.opensm_options import default_conf
 from ibemu.cli import main
 from ibemu.cli.run import opensm_note
 from ibemu.scenario import ScenarioError, scenario_from_dict
-from ibemu.scenario.ibnetdiscover import read_ibnetdiscover, topology_sections
+from ibemu.scenario.ibnetdiscover import read_ibnetdiscover
+from ibemu.scenario.ibnetdiscover_import import topology_sections
 from ibemu.scenario.model import SWITCH_GUID_BASE
 
 DATA = Path(__file__).parent / "data"

@@ -78,7 +78,9 @@ def write_text(path: str | None, text: str) -> None:
 
 def cmd_topology(args) -> int:
     """``ibemu topology import|export``: ibnetdiscover text <-> a scenario's topology (issue 15)."""
-    from ..scenario.ibnetdiscover import read_ibnetdiscover, scenario_toml, write_ibnetdiscover
+    from ..scenario.ibnetdiscover import read_ibnetdiscover
+    from ..scenario.ibnetdiscover_export import write_ibnetdiscover
+    from ..scenario.ibnetdiscover_import import scenario_toml
     if args.op == "import":
         topo = read_ibnetdiscover(args.file)
         write_text(args.out, scenario_toml(topo, names=args.names, rate_from=args.rate_from,
