@@ -84,7 +84,7 @@ def cmd_topology(args) -> int:
     if args.op == "import":
         topo = read_ibnetdiscover(args.file)
         write_text(args.out, scenario_toml(topo, names=args.names, rate_from=args.rate_from,
-                                            duration=args.duration))
+                                           duration=args.duration))
         if args.out not in (None, "-"):
             print("%d switches, %d HCAs, %d links written to %s (add [[flow]] or [[traffic]] tables)"
                   % (len(topo.switches()), sum(len(n.ports) for n in topo.cas()), len(topo.links), args.out))

@@ -112,7 +112,7 @@ def coarsen(times: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def lines_figure(go: Any, title: str, times: np.ndarray, curves: Iterable[tuple[str, np.ndarray]], ytitle: str,
-           *, yrange: tuple[float, float] | None = (0.0, 1.05), shape: str = "linear") -> go.Figure:
+                 *, yrange: tuple[float, float] | None = (0.0, 1.05), shape: str = "linear") -> go.Figure:
     fig = go.Figure()
     for name, y in curves:
         fig.add_trace(go.Scatter(x=times, y=np.where(np.isfinite(y), y, None), name=name, mode="lines",
@@ -125,7 +125,7 @@ def lines_figure(go: Any, title: str, times: np.ndarray, curves: Iterable[tuple[
 
 
 def heatmap_figure(go: Any, title: str, times: np.ndarray, series: Mapping[str, np.ndarray],
-             order: Sequence[str], ytitle: str, ctitle: str) -> go.Figure:
+                   order: Sequence[str], ytitle: str, ctitle: str) -> go.Figure:
     grid = np.nan_to_num(np.array([series[k] for k in order], dtype=np.float64).reshape(len(order), len(times)))
     t, grid = coarsen(times, grid)
     fig = go.Figure(go.Heatmap(z=grid, x=t, y=list(order), zmin=0.0, zmax=1.0, colorscale="Viridis",

@@ -43,7 +43,7 @@ def rates_section(go: Any, res: Results) -> str:
     parts = []
     if groups:
         parts.append(figure_html(lines_figure(go, "%s - flow group rates" % res.scenario, times, groups.items(),
-                                         "delivered rate (fraction of link bandwidth)"), "plot-groups"))
+                                              "delivered rate (fraction of link bandwidth)"), "plot-groups"))
     if flows:
         if len(flows) <= REPORT_MAX_CURVES:
             curves, title = list(flows.items()), "%s - flow rates" % res.scenario
@@ -52,7 +52,7 @@ def rates_section(go: Any, res: Results) -> str:
             curves = [(k, flows[k]) for k in top]
             title = "%s - busiest %d of %d flows" % (res.scenario, len(top), len(flows))
         parts.append(figure_html(lines_figure(go, title, times, curves, "delivered rate (fraction of link bandwidth)"),
-                                  "plot-flows"))
+                                 "plot-flows"))
     note = "<p class=note>Sliding-window rates as in flows.csv, each a fraction of its source link.</p>"
     return section("Throughput", "throughput", note + "".join(parts))
 
@@ -69,16 +69,16 @@ def links_section(go: Any, res: Results) -> str:
     ytitle = "utilization (fraction of link bandwidth)"
     if len(links) <= REPORT_MAX_CURVES:
         parts.append(figure_html(lines_figure(go, "%s - link utilization (all frames)" % res.scenario, times,
-                                         links.items(), ytitle), "plot-links"))
+                                              links.items(), ytitle), "plot-links"))
     else:
         top = busiest(links, REPORT_TOP)
         parts.append(figure_html(lines_figure(go, "%s - busiest %d of %d links" % (res.scenario, len(top), len(links)),
-                                         times, [(k, links[k]) for k in top], ytitle), "plot-links"))
+                                              times, [(k, links[k]) for k in top], ytitle), "plot-links"))
         levels = res.data.get("link_levels") or {}
         order = sorted(links, key=lambda k: (levels.get(k, "~"), list(links).index(k)))
         parts.append(figure_html(heatmap_figure(go, "%s - every link's utilization" % res.scenario, times, links,
-                                           order, "directed link (by level)" if levels else "directed link",
-                                           "utilization"), "plot-links-heatmap"))
+                                                order, "directed link (by level)" if levels else "directed link",
+                                                "utilization"), "plot-links-heatmap"))
     return section("Link utilization", "links", "".join(parts))
 
 
@@ -101,10 +101,11 @@ def latency_section(go: Any, res: Results) -> str:
                       xaxis_title="group" if groups else "flow", yaxis_title="latency (µs)", barmode="group",
                       height=420)
     table = html_table(("name", "kind", "messages", "p50 (µs)", "p99 (µs)", "max (µs)", "mean (µs)",
-                    "completion (µs)"),
-                   [(n, r["kind"], int(r["messages"]), *[float(r[c]) if r[c] else None for c in
-                                                         ("p50_us", "p99_us", "max_us", "mean_us", "completion_us")])
-                    for n, r in have.items()], what="rows", csv="latency.csv")
+                        "completion (µs)"),
+                       [(n, r["kind"], int(r["messages"]),
+                         *[float(r[c]) if r[c] else None for c in ("p50_us", "p99_us", "max_us", "mean_us",
+                                                                   "completion_us")])
+                        for n, r in have.items()], what="rows", csv="latency.csv")
     note = ("<p class=note>Per message, first byte sent to last byte delivered (nearest-rank percentiles, "
             "latency.csv).</p>")
     return section("Latency", "latency", note + figure_html(fig, "plot-latency") + table)
@@ -215,6 +216,6 @@ def cc_section(go: Any, res: Results, ports: Mapping[str, Mapping[str, np.ndarra
             + figure_html(fig, "plot-cc"))
     if events:
         body += "<h3>Logged events</h3>" + html_table(("time (ms)", "source", "event"),
-                                                  [(e["time_ms"], e["source"], e["text"]) for e in events],
-                                                  what="events")
+                                                      [(e["time_ms"], e["source"], e["text"]) for e in events],
+                                                      what="events")
     return section("Congestion control", "cc", body)

@@ -47,7 +47,7 @@ def summary_section(res: Results) -> str:
                  d.get("throughput_gbps"), d.get("normalized"), d.get("jain"))
                 for g, d in groups.items()]
         body.append("<h3>Groups</h3>" + html_table(("group", "flows", "throughput (Gb/s)", "normalized",
-                                                "Jain's index"), rows))
+                                                    "Jain's index"), rows))
     levels = res.data.get("link_levels") or {}
     rows = [(lbl, levels.get(lbl, ""), None if not d.get("capacity") else d["capacity"] * 8e-9,
              d.get("bytes"), d.get("data_packets"), d.get("utilization"), d.get("data_utilization"))

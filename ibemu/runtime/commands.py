@@ -266,7 +266,8 @@ def _node_mpi(args: argparse.Namespace) -> int:
         shield_rank()
     from ..results import format_summary_table
     from ..results.summary import link_levels
-    from .mpi import end_orphaned, run_mpi
+    from .mpi import run_mpi
+    from .mpi_outcome import end_orphaned
     from .report import format_runtime_line
     from .verdict import format_verdict
     from .workers import WATCHDOG, WallRunError

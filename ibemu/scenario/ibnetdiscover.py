@@ -138,7 +138,7 @@ def parse_ibnetdiscover(text: str, file: str = "<ibnetdiscover>") -> Topology:
         if re.match(r"(Chassis|Non-Chassis)\b", line, re.I):
             continue                                    # -g grouping headers
         raise line_error(file, lineno, "cannot read %r (expected a node line Switch/Ca, a port line [n], "
-                                 "key=0x<hex>, a comment or a blank line)" % _short(line))
+                         "key=0x<hex>, a comment or a blank line)" % _short(line))
     _pair_links(topo)
     return topo
 
@@ -215,7 +215,7 @@ def _port_line(topo: Topology, node: IBNode, line: str, lineno: int) -> None:
             mt = _CA_TAIL.fullmatch(tail)
             if not mt:
                 raise line_error(file, lineno, "cannot read %r (expected lid <L> lmc <M> \"<peer desc>\" lid <L> "
-                                         "<width><speed>)" % _short(tail))
+                                 "<width><speed>)" % _short(tail))
             p.lid, p.lmc, p.rate = int(mt[1]), int(mt[2]), mt[5]
     elif tail:
         mt = _SW_TAIL.fullmatch(tail)
