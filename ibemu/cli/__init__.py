@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", action="store_true",
                    help="also write OUT/report.html, the run's self-contained HTML report (ibemu report)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
-    from ..runtime.commands import add_fidelity_parser, add_node_parser, add_wall_options
+    from ..runtime.commands import add_fidelity_parser, add_wall_options
+    from ..runtime.node_command import add_node_parser
     add_wall_options(r)
     r.set_defaults(func=cmd_run)
     add_node_parser(sub)
