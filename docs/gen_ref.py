@@ -51,7 +51,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Arg
 
 def cli_page() -> str:
     lines = ["# Command line", "",
-             "Generated from the argument parsers (`ibemu/cli.py` and the parsers it adds) when the",
+             "Generated from the argument parsers (`ibemu/cli/` and the parsers it adds) when the",
              "site is built; `ibemu COMMAND --help` prints the same.", ""]
 
     def walk(parser: argparse.ArgumentParser, depth: int) -> None:

@@ -12,7 +12,8 @@ import tracemalloc
 
 import pytest
 
-from ibemu.cli import default_out, main
+from ibemu.cli import main
+from ibemu.cli.scenarios import default_out
 from ibemu.errors import UserError
 from ibemu.fabric.params import FlowSpec
 from ibemu.results.metrics import Metrics

@@ -17,15 +17,9 @@ import pytest
 
 from ibemu.cli import main
 from ibemu.scenario import load_scenario
-from ibemu.scenario.ibnetdiscover import (
-    parse_ibnetdiscover,
-    rate_name,
-    read_ibnetdiscover,
-    sanitise_name,
-    scenario_toml,
-    topology_sections,
-    write_ibnetdiscover,
-)
+from ibemu.scenario.ibnetdiscover import parse_ibnetdiscover, rate_name, read_ibnetdiscover
+from ibemu.scenario.ibnetdiscover_export import write_ibnetdiscover
+from ibemu.scenario.ibnetdiscover_import import sanitise_name, scenario_toml, topology_sections
 from ibemu.scenario.read import scenario_from_dict
 from ibemu.units import ib_rate
 from ibemu.validate import ScenarioError

@@ -11,7 +11,7 @@ import pytest
 
 from ibemu.cc.cca.opensm import OPTIONS, OpenSMError, parse_opensm
 from ibemu.cc.cca.opensm_options import DEFAULTS, OPTION_NAMES, ROUTING_OPTIONS, default_conf
-from ibemu.cli import opensm_note
+from ibemu.cli.run import opensm_note
 from ibemu.scenario import ScenarioError, scenario_from_dict
 
 LINE = re.compile(r"^([a-z0-9_]+) (\S.*)$")

@@ -14,9 +14,11 @@ import pytest
 from ibemu.build import scenario_routes
 from ibemu.cc.cca.opensm import OpenSMError, parse_opensm
 from ibemu.cc.cca.opensm_options import default_conf
-from ibemu.cli import main, opensm_note
+from ibemu.cli import main
+from ibemu.cli.run import opensm_note
 from ibemu.scenario import ScenarioError, scenario_from_dict
-from ibemu.scenario.ibnetdiscover import read_ibnetdiscover, topology_sections
+from ibemu.scenario.ibnetdiscover import read_ibnetdiscover
+from ibemu.scenario.ibnetdiscover_import import topology_sections
 from ibemu.scenario.model import SWITCH_GUID_BASE
 
 DATA = Path(__file__).parent / "data"

@@ -15,7 +15,8 @@ import pytest
 import ibemu
 from ibemu.cli import main
 from ibemu.resources import shipped_scenario
-from ibemu.results.report import REPORT_MAX_CURVES, report_html, write_report
+from ibemu.results.report import report_html, write_report
+from ibemu.results.report_elements import REPORT_MAX_CURVES
 
 PLOTS = ("plot-flows", "plot-links", "plot-latency", "plot-counters", "plot-cc")
 

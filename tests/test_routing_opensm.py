@@ -22,7 +22,8 @@ import pytest
 
 from ibemu.build import subnet_of
 from ibemu.routing import Subnet, route
-from ibemu.scenario.ibnetdiscover import read_ibnetdiscover, topology_sections
+from ibemu.scenario.ibnetdiscover import read_ibnetdiscover
+from ibemu.scenario.ibnetdiscover_import import topology_sections
 from ibemu.scenario.read import scenario_from_dict
 
 DATA = Path(__file__).parent / "data"

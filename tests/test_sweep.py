@@ -169,7 +169,8 @@ def _recorder(calls):
 def test_reproduce_full_hands_a_figures_whole_sweep_to_the_mapper_at_once():
     from ibemu.studies.cca.experiments import run_case_of
     from ibemu.studies.cca.reproduce import _fig4
-    from ibemu.studies.hp.figures import measure_spec, run_fig5
+    from ibemu.studies.hp.figure_runs import measure_spec
+    from ibemu.studies.hp.figures import run_fig5
     from ibemu.studies.reproduction import RunCache
     from ibemu.units import PS_PER_MS
     calls = []
@@ -189,7 +190,7 @@ def test_reproduce_full_hands_a_figures_whole_sweep_to_the_mapper_at_once():
 
 def test_run_cache_map_on_dask_equals_the_runs_in_this_process():
     from ibemu.studies.hp.experiments import fig1
-    from ibemu.studies.hp.figures import measure_spec
+    from ibemu.studies.hp.figure_runs import measure_spec
     from ibemu.studies.reproduction import RunCache
     specs = [(fig1(2, 1, b, 2.0, victim=(0.5, 1.5), name="t%d" % b), 0.5, 2.0, None) for b in (2, 4, 8)]
     here = [measure_spec(s) for s in specs]

@@ -12,8 +12,9 @@ from ibemu.fabric.params import FlowSpec, SizeDist
 from ibemu.fabric.traffic import MessageSizes, Poisson, make_generator
 from ibemu.run import run_virtual
 from ibemu.scenario.read import scenario_from_dict
-from ibemu.scenario.traffic import (PatternError, all_to_all, bit_complement, bit_reversal, bystanders,
-                                    expand_traffic, flow_names, hotspot, pairs, permutation, shift, uniform)
+from ibemu.scenario.patterns import (PatternError, all_to_all, bit_complement, bit_reversal, bystanders,
+                                     flow_names, hotspot, pairs, permutation, shift, uniform)
+from ibemu.scenario.traffic import expand_traffic
 from ibemu.units import PS_PER_MS, PS_PER_S, PS_PER_US, ib_rate
 from ibemu.validate import ScenarioError
 

@@ -1,7 +1,8 @@
 """The jobs section of ``ibemu report`` (issue 29 Deliver 3): per job its completion
 time, iteration percentiles and slowdown (a table), and every operation's iteration
 times (a plot), from results.json's ``summary["jobs"]`` (:mod:`.jobs`).  The page's
-helpers (section, table, figure) come from :mod:`.report` as arguments."""
+helpers (section, table, figure) come from :mod:`.report_elements`, passed in by
+:mod:`.report` as arguments."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping

@@ -6,8 +6,9 @@ Every mistake is a :class:`ScenarioError`, whose ``str()`` is one whole line
 number is refused, except 0), sizes are integer bytes or strings with B/KB/KiB/MB/MiB
 (switch buffers also "N packets"), rates are bytes/s numbers, IB link names (4x_sdr)
 or strings such as "8Gb/s" and "1GB/s" (:mod:`ibemu.units`).  Defaults are those of
-:mod:`ibemu.fabric.params` (seed 003 Table 1).  ``scenarios/README.md`` describes the
-schema.
+:mod:`ibemu.fabric.params` (seed 003 Table 1).  The site's scenario reference
+(docs/reference/scenario.md, generated from :mod:`.keyref`) lists every key with its
+type, unit, default and range; docs/reference/scenario-guide.md explains the sections.
 
 - :mod:`.read`: the file and the order the sections are read in;
 - :mod:`.overrides`: ``--set key.path=value``;

@@ -20,7 +20,8 @@ FAULT_KEYS = ("loss", "duplicate", "reorder", "reorder_depth", "corrupt", "down"
 
 
 def parse_faults(ctx: Checker, raw: Any, links: list[LinkSpec], path: str = "faults") -> FaultSpec | None:
-    """Validate a scenario's ``[faults]`` table (schema in scenarios/README.md)::
+    """Validate a scenario's ``[faults]`` table (every key: the site's scenario reference,
+    docs/reference/scenario.md, "Faults", generated from :mod:`ibemu.scenario.keyref`)::
 
         [faults]                      # every directed link
         loss = 0.05                   # probabilities in [0, 1]

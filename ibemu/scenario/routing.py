@@ -22,7 +22,8 @@ ENGINES = ("minhop", "updn", "ftree", "file")
 def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list[HCASpec], flows: list[FlowSpec],
                   source: str | None, explicit_lids: set[int] | frozenset[int] = frozenset(),
                   path: str = "routing", cc: CCSpec | None = None) -> RoutingSpec:
-    """Validate ``[routing]`` (schema in scenarios/README.md)::
+    """Validate ``[routing]`` (every key: the site's scenario reference, docs/reference/scenario.md,
+    "Output and routing", generated from :mod:`ibemu.scenario.keyref`)::
 
         [routing]
         engine = "ftree"              # minhop (default) | updn | ftree | file

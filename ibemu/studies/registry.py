@@ -143,7 +143,7 @@ def main(which: str | None, out_dir: str | Path | None = None, list_only: bool =
     for i in ids:
         if i not in BY_ID:
             raise UserError("unknown reproduction %r (known: %s, all)" % (i, ", ".join(BY_ID)))
-    from .sweep import CONNECT_TIMEOUT, LOCAL, SYNC, DaskPool
+    from .sweep_pool import CONNECT_TIMEOUT, LOCAL, SYNC, DaskPool
     scheduler = scheduler or (LOCAL if full else SYNC)
     pool = None if scheduler == SYNC else DaskPool(scheduler, workers, connect_timeout or CONNECT_TIMEOUT)
     failed = 0

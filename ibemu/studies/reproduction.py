@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
 """``mapper(fn, items) -> [fn(x) for x in items]``, possibly in parallel (a Dask pool's
-:meth:`~ibemu.studies.sweep.DaskPool.map`)."""
+:meth:`~ibemu.studies.sweep_pool.DaskPool.map`)."""
 
 
 class RunCache:

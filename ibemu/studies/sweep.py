@@ -21,143 +21,30 @@ process with ``scheduler="sync"`` -- and writes into the sweep's folder:
 
 A point that fails (its scenario is refused, or its run raises) is reported with its
 key values and error; the others go on and :func:`run_sweep`'s result counts it.
+
+This module runs the points; they are planned in :mod:`ibemu.studies.sweep_plan`, run by
+the pools of :mod:`ibemu.studies.sweep_pool` and tabled by :mod:`ibemu.studies.sweep_tables`,
+whose names it re-exports (``from ibemu.studies import sweep as S``: ``S.plan``, ...).
 """
 from __future__ import annotations
 
-import csv
-import hashlib
 import json
 import math
 import os
-import re
 import sys
 import time
-import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import product
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .sweep_plan import SEED_KEY, Point, Row, parse_values, plan
+from .sweep_pool import CONNECT_TIMEOUT, LOCAL, SYNC, DaskPool, SyncPool
+from .sweep_tables import aggregate, plot_sweep, write_table
 
 __all__ = ["Point", "SweepResult", "DaskPool", "parse_values", "plan", "headline", "run_point", "run_sweep",
            "aggregate", "write_tables", "plot_sweep", "SEED_KEY", "LOCAL", "SYNC", "CONNECT_TIMEOUT"]
-
-SEED_KEY = "scenario.seed"
-LOCAL, SYNC = "local", "sync"
-"""``scheduler`` values: a new local Dask cluster (the default), or no Dask at all."""
-CONNECT_TIMEOUT = 5.0
-"""Seconds to reach an existing Dask scheduler (``--connect-timeout``) before giving up:
-a closed port or a wrong host fails in this time, not Dask's own 30 s."""
-
-Row = dict[str, Any]
-
-
-# ---------------------------------------------------------------- the points
-def parse_values(text: str) -> list[str]:
-    """``"1,2,{a=1, b=2}"`` -> ``["1", "2", "{a=1, b=2}"]``: values split at the commas
-    outside brackets, braces and quotes (a value is TOML, as for ``--set``)."""
-    values: list[str] = []
-    depth, quote, cur = 0, "", []
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            values.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    values.append("".join(cur).strip())
-    if quote or depth:
-        raise UserError("cannot read the values %r: an unclosed quote or bracket" % text)
-    if any(not v for v in values):
-        raise UserError("an empty value in %r (values are separated by commas)" % text)
-    return values
-
-
-def _key_values(option: str, text: str) -> tuple[str, list[str]]:
-    key, sep, vals = text.partition("=")
-    key = key.strip()
-    if not sep or not key or not vals.strip():
-        raise UserError("%s %s: expected KEY=V1,V2,... e.g. %s template.L=2,5" % (option, text, option))
-    return key, parse_values(vals)
-
-
-def toml_value(text: str) -> Any:
-    """A swept value as the scenario reads it (a TOML value, else the text)."""
-    try:
-        parsed = tomllib.loads("v = " + text)
-    except tomllib.TOMLDecodeError:
-        return text
-    return parsed["v"] if list(parsed) == ["v"] else text
-
-
-@dataclass(frozen=True)
-class Point:
-    """One run of the sweep: the swept (key, value text) pairs in the order of the
-    options, and the seed (``scenario.seed``)."""
-    keys: tuple[tuple[str, str], ...]
-    seed: int
-
-    def overrides(self) -> list[str]:
-        """The ``--set`` strings of this point, the seed last."""
-        return ["%s=%s" % kv for kv in self.keys] + ["%s=%d" % (SEED_KEY, self.seed)]
-
-    def label(self) -> str:
-        """``template.L=2 template.R=5 seed=1``: the point in messages."""
-        return " ".join(["%s=%s" % kv for kv in self.keys] + ["seed=%d" % self.seed])
-
-    def folder(self) -> str:
-        """The point's run folder name: its values readable, then a hash of its exact
-        overrides (two points never share a folder)."""
-        short = ",".join("%s=%s" % (k.rsplit(".", 1)[-1], v.strip("\"'")) for k, v in self.keys) or "base"
-        short = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", short)[:80]
-        digest = hashlib.sha256("\n".join(self.overrides()).encode()).hexdigest()[:8]
-        return "%s,seed=%d-%s" % (short, self.seed, digest)
-
-
-def plan(grids: Sequence[str], zips: Sequence[str] = (), seeds: int = 1, base_seed: int = 1) -> list[Point]:
-    """The points of ``--grid KEY=V1,V2 ...`` (their product), ``--zip KEY=V1,V2 ...``
-    (all zipped keys one dimension: their i-th values together) and *seeds* seeds from
-    *base_seed* on, in a stable order (the first grid varies slowest, the seed fastest)."""
-    if seeds < 1:
-        raise UserError("--seeds must be at least 1, got %d" % seeds)
-    dims: list[list[tuple[tuple[str, str], ...]]] = []
-    seen: set[str] = set()
-
-    def claim(option: str, key: str) -> None:
-        if key in seen:
-            raise UserError("%s %s: the key is swept twice" % (option, key))
-        if key == SEED_KEY:
-            raise UserError("%s %s: give the seeds with --seeds N" % (option, key))
-        seen.add(key)
-
-    for g in grids:
-        key, vals = _key_values("--grid", g)
-        claim("--grid", key)
-        dims.append([((key, v),) for v in vals])
-    if zips:
-        zipped = [_key_values("--zip", z) for z in zips]
-        n = len(zipped[0][1])
-        for key, vals in zipped:
-            claim("--zip", key)
-            if len(vals) != n:
-                raise UserError("--zip %s has %d values, %s has %d: zipped keys need as many"
-                                % (key, len(vals), zipped[0][0], n))
-        dims.append([tuple((key, vals[i]) for key, vals in zipped) for i in range(n)])
-    points = []
-    for combo in product(*dims):
-        keys = tuple(kv for part in combo for kv in part)
-        points.extend(Point(keys, base_seed + s) for s in range(seeds))
-    return points
 
 
 # ---------------------------------------------------------------- one point
@@ -266,11 +153,6 @@ def _done(folder: Path, point: Point) -> Row | None:
     return row
 
 
-def _error_text(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return "%s: %s" % (type(exc).__name__, text[0] if text else "")
-
-
 def _pre_check(source: str, common: Sequence[str], points: Sequence[Point]) -> dict[Point, str]:
     """Each point's scenario loaded (not run): the points it refuses, with the reason.
     Every point refused is bad input: one line, no sweep."""
@@ -290,97 +172,6 @@ def _pre_check(source: str, common: Sequence[str], points: Sequence[Point]) -> d
     if points and len(refused) == len(points):
         raise UserError(next(iter(refused.values())))
     return refused
-
-
-class _Sync:
-    """The ``sync`` scheduler: the points one after another in this process."""
-
-    def __init__(self) -> None:
-        self.pending: list[tuple[int, Callable[[], Row]]] = []
-
-    def submit(self, index: int, fn: Callable[..., Row], *args: Any) -> None:
-        self.pending.append((index, lambda: fn(*args)))
-
-    def results(self) -> Iterable[tuple[int, Row | None, str]]:
-        for index, call in self.pending:
-            try:
-                yield index, call(), ""
-            except Exception as e:
-                yield index, None, _error_text(e)
-
-    def close(self) -> None:
-        pass
-
-
-def _warm() -> None:
-    """A new worker's imports of what a point runs, before the first point."""
-    from .. import run, scenario   # noqa: F401
-
-
-class DaskPool:
-    """A Dask client: a new local cluster (``address="local"``: one single-threaded
-    worker process per core, or *workers*) or the scheduler at *address*
-    (``tcp://host:8786``), given up after *connect_timeout* seconds.  :meth:`map` runs a
-    function over items on it (``ibemu reproduce --full``); :func:`run_sweep` submits its
-    points one by one.  A context manager: the local cluster ends with it."""
-
-    def __init__(self, address: str = LOCAL, workers: int | None = None,
-                 connect_timeout: float = CONNECT_TIMEOUT) -> None:
-        import logging
-
-        from distributed import Client, LocalCluster
-        self.cluster = None
-        if address == LOCAL:
-            n = workers or os.cpu_count() or 1
-            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, silence_logs=logging.ERROR)
-            self.client = Client(self.cluster)
-            self.client.run(_warm)          # every worker imports the engine now, all at once
-        else:
-            try:
-                self.client = Client(address, timeout=connect_timeout)
-            except (OSError, TimeoutError, ValueError) as e:
-                why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise UserError("--scheduler %s: cannot reach the Dask scheduler within %g s (%s); is it running, "
-                                "and is the address right? (--connect-timeout to wait longer)"
-                                % (address, connect_timeout, why)) from None
-        self.futures: dict[Any, int] = {}
-
-    def __enter__(self) -> DaskPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-        """``[fn(x) for x in items]``, the calls spread over the cluster's workers; the
-        first call's error is raised here."""
-        futures = self.client.map(fn, list(items), pure=False)
-        try:
-            return list(self.client.gather(futures))
-        finally:
-            for f in futures:
-                f.cancel()
-
-    def submit(self, index: int, fn: Callable[..., Row], *args: Any) -> None:
-        fut = self.client.submit(fn, *args, pure=False, key="ibemu-point-%d-%s" % (index, os.urandom(4).hex()))
-        self.futures[fut] = index
-
-    def results(self) -> Iterable[tuple[int, Row | None, str]]:
-        from distributed import as_completed
-        for fut in as_completed(list(self.futures)):
-            index = self.futures[fut]
-            try:
-                yield index, fut.result(), ""
-            except Exception as e:          # the point's own error, or its worker lost (KilledWorker)
-                yield index, None, _error_text(e)
-
-    def close(self) -> None:
-        for fut in self.futures:
-            fut.cancel()
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
 
 
 def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: Sequence[str] = (),
@@ -435,10 +226,10 @@ def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: 
             continue
         todo.append(i)
 
-    runner: _Sync | DaskPool | None = None
+    runner: SyncPool | DaskPool | None = None
     try:
         if todo:
-            runner = _Sync() if scheduler == SYNC else DaskPool(scheduler, workers, connect_timeout)
+            runner = SyncPool() if scheduler == SYNC else DaskPool(scheduler, workers, connect_timeout)
             for i in todo:
                 p = points[i]
                 runner.submit(i, run_point, source, [*common, *p.overrides()],
@@ -464,111 +255,11 @@ def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: 
     return result
 
 
-# ---------------------------------------------------------------- the tables and the plot
-def _metric_names(rows: Sequence[Row], keys: Sequence[str]) -> list[str]:
-    fixed = {"point", "seed", "status", "error", *keys}
-    names: list[str] = []
-    for row in rows:
-        for k, v in row.items():
-            if k not in fixed and k not in names and isinstance(v, (int, float)) and not isinstance(v, bool):
-                names.append(k)
-    return names
-
-
-def aggregate(rows: Sequence[Row], keys: Sequence[str]) -> list[Row]:
-    """Per combination of the swept *keys*' values (the finished rows), each metric's
-    mean over the seeds, ``<metric>:ci95`` the half-width of its 95 % confidence interval
-    (Student's t with n-1 degrees of freedom: t * s / sqrt(n); NaN for one seed) and
-    ``n`` the number of seeds."""
-    from scipy.stats import t as student_t
-    ok = [r for r in rows if r.get("status") == "ok"]
-    metrics = _metric_names(ok, keys)
-    groups: dict[tuple[Any, ...], list[Row]] = {}
-    for r in ok:
-        groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
-    out = []
-    for combo, members in groups.items():
-        agg: Row = dict(zip(keys, combo))
-        agg["n"] = len(members)
-        for m in metrics:
-            xs = [float(r[m]) for r in members if isinstance(r.get(m), (int, float)) and not math.isnan(r[m])]
-            n = len(xs)
-            mean = sum(xs) / n if n else math.nan
-            if n >= 2:
-                s = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-                half = float(student_t.ppf(0.975, n - 1)) * s / math.sqrt(n)
-            else:
-                half = math.nan
-            agg[m] = mean
-            agg[m + ":ci95"] = half
-        out.append(agg)
-    return out
-
-
-def _columns(rows: Sequence[Row]) -> list[str]:
-    cols: list[str] = []
-    for r in rows:
-        cols.extend(k for k in r if k not in cols)
-    return cols
-
-
-def _write_table(rows: Sequence[Row], keys: Sequence[str], csv_path: Path, parquet_path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    cols = _columns(rows)
-    with csv_path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow(["" if r.get(c) is None else toml_value(r[c]) if c in keys and isinstance(r[c], str)
-                        else r[c] for c in cols])
-    arrays = {}
-    for c in cols:
-        values = [r.get(c) for r in rows]
-        if c in keys:                     # a swept key: its TOML value, as text when the types differ
-            typed = [toml_value(v) if isinstance(v, str) else v for v in values]
-            kinds = {type(v) for v in typed if v is not None}
-            values = typed if kinds in ({int}, {float}, {bool}, {str}) else [None if v is None else str(v)
-                                                                            for v in values]
-            if kinds == {int, float}:
-                values = [None if v is None else float(v) for v in typed]
-        arrays[c] = pa.array(values)
-    pq.write_table(pa.table(arrays), parquet_path)
-
-
 def write_tables(result: SweepResult, keys: Sequence[str], out: str | Path) -> list[Row]:
     """sweep.csv/.parquet (every row) and aggregate.csv/.parquet (mean and CI over the
     seeds) into *out*; returns the aggregate rows."""
     out = Path(out)
-    _write_table(result.rows, keys, out / "sweep.csv", out / "sweep.parquet")
+    write_table(result.rows, keys, out / "sweep.csv", out / "sweep.parquet")
     agg = aggregate(result.rows, keys)
-    _write_table(agg, keys, out / "aggregate.csv", out / "aggregate.parquet")
+    write_table(agg, keys, out / "aggregate.csv", out / "aggregate.parquet")
     return agg
-
-
-def plot_sweep(agg: Sequence[Row], metric: str, x: str, lines: Sequence[str], path: str | Path) -> None:
-    """*metric*'s mean (error bars: the 95 % CI) over the swept key *x*, one line per
-    combination of the *lines* keys' values."""
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(6.4, 4.2), tight_layout=True)
-    ax = fig.add_subplot()
-    series: dict[tuple[Any, ...], list[Row]] = {}
-    for r in agg:
-        series.setdefault(tuple(r.get(k) for k in lines), []).append(r)
-    numeric = all(isinstance(toml_value(str(r.get(x))), (int, float)) for r in agg)
-
-    def xval(r: Row) -> Any:
-        return toml_value(str(r.get(x))) if numeric else str(r.get(x))
-
-    for combo, rs in sorted(series.items(), key=lambda kv: [str(v) for v in kv[0]]):
-        rs = sorted(rs, key=xval) if numeric else rs
-        ys = [r.get(metric, math.nan) for r in rs]
-        errs = [0.0 if math.isnan(r.get(metric + ":ci95", math.nan)) else r[metric + ":ci95"] for r in rs]
-        label = ", ".join("%s=%s" % (k.rsplit(".", 1)[-1], v) for k, v in zip(lines, combo)) or metric
-        ax.errorbar([xval(r) for r in rs], ys, yerr=errs, marker="o", capsize=3, label=label)
-    ax.set_xlabel(x)
-    ax.set_ylabel(metric + " (mean, 95 % CI)")
-    ax.set_title("%s over %s" % (metric, x), fontsize=9)
-    if lines:
-        ax.legend(fontsize=7)
-    fig.savefig(str(path), dpi=110)

@@ -1,6 +1,7 @@
 """The scenario's ``[cc.cca]`` table -> :class:`~ibemu.cc.cca.settings.CCASpec`
-(schema in scenarios/README.md "IBA congestion control"; names as REFERENCE.md's
-"IBA Congestion Control Annex").
+(every key: the site's scenario reference, docs/reference/scenario.md, "Congestion
+control", generated from :mod:`ibemu.scenario.keyref`; names as REFERENCE.md's "IBA
+Congestion Control Annex").
 
 Layers, each overriding the one before:
 

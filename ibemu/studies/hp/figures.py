@@ -1,5 +1,6 @@
-"""The runners of the HP reproductions (:mod:`.reproduce`): seed 003 Figures 4–8, the
-comparison on Figures 2–3's scenario, and the non-compliant CA scenario.
+"""The runners of the HP reproductions (:mod:`.reproduce`): seed 003 Figures 4–8 (the
+comparison on Figures 2–3's scenario and the non-compliant CA scenario are in
+:mod:`.comparison`).
 
 Each ``run_*(out_dir, full, cache)`` (a :data:`~ibemu.studies.reproduction.Runner`) runs
 a CI-sized version by default (shorter runs, fewer points, a few seconds to ~30 s) or
@@ -9,81 +10,19 @@ titles); the accepted ranges live in :mod:`.reproduce`.
 """
 from __future__ import annotations
 
-import json
-from importlib.resources import as_file, files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...cc.hp.functions import RateTable, make_function
-from ...resources import SCENARIOS
-from ...scenario import load_scenario
-from ..figure_axes import draw_rates, save_figure
+from ..figure_axes import draw_rates
 from ..reproduction import RunCache
-from .experiments import fig1, measure, measure_with_rates
+from .charts import new_figure, save_outputs
+from .experiments import fig1
+from .figure_runs import Spec, Values, measure_spec, measure_spec_rates
 
-__all__ = ["run_fig4", "run_fig5", "run_fig6", "run_fig7", "run_fig8a", "run_fig8b", "run_compare",
-           "run_noncompliant"]
-Values = dict[str, float]
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+__all__ = ["run_fig4", "run_fig5", "run_fig6", "run_fig7", "run_fig8a", "run_fig8b"]
 
 PACKET_US = 2048 / 1e3          # seed 003 Fig. 6 example: 2048-byte packets on 1 GB/s links
-
-Spec = tuple[Any, float, float, dict[str, tuple[float, float]] | None]
-"""One run of a figure's sweep: (scenario, window from ms, window to ms, extra windows)."""
-
-
-def measure_spec(spec: Spec) -> Values:
-    """:func:`.experiments.measure` of one :data:`Spec` (a module-level function, so that
-    :meth:`RunCache.map` can hand the runs of a sweep to Dask's workers)."""
-    scn, t_from, t_to, extra = spec
-    return measure(scn, t_from, t_to, extra_windows=extra)
-
-
-def measure_spec_rates(spec: Spec) -> dict[str, Any]:
-    """:func:`measure_spec`, and under ``"rates"`` the run's rates over time
-    (:func:`.experiments.measure_with_rates`) for a figure drawn against time (Figure 4)."""
-    scn, t_from, t_to, extra = spec
-    m, rates = measure_with_rates(scn, t_from, t_to, extra_windows=extra)
-    return {**m, "rates": rates}
-
-
-def _figure(w: float = 6.4, h: float = 4.0) -> Figure:
-    from matplotlib.figure import Figure  # only when plotting: matplotlib is slow to import
-    return Figure(figsize=(w, h), tight_layout=True)
-
-
-def _save(out_dir: Path | None, name: str, fig: Figure | None = None, data: Values | None = None) -> None:
-    if out_dir is None:
-        return
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if fig is not None:
-        save_figure(fig, out / (name + ".png"), dpi=110)
-    if data is not None:
-        (out / (name + ".json")).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-
-
-def _bars(out_dir: Path | None, name: str, title: str, rows: dict[str, dict[str, float]],
-          keys: list[str], paper_note: str = "", names: dict[str, str] | None = None) -> None:
-    """A grouped bar chart: one group per row label, one bar per key (named *names*[key])."""
-    if out_dir is None:
-        return
-    labels = list(rows)
-    fig = _figure(max(7.5, 1.0 * len(labels)), 4.6)
-    ax = fig.add_subplot()
-    width = 0.8 / len(keys)
-    for j, k in enumerate(keys):
-        ax.bar([i + j * width for i in range(len(labels))], [rows[l].get(k, 0) for l in labels], width,
-               label=(names or {}).get(k, k))
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))], labels, fontsize=8,
-                  rotation=25 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("fraction of link rate (Jain: index)")
-    ax.set_title(title + ("\n" + paper_note if paper_note else ""), fontsize=9)
-    ax.legend(fontsize=7, ncol=len(keys))
-    _save(out_dir, name, fig)
 
 
 # ---------------------------------------------------------------- Figure 4
@@ -123,7 +62,7 @@ def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     values["input - naive: remote/local"] = values["input:remote/local"] - values["naive:remote/local"]
     values["in-out-8 - input: remote/local"] = values["in-out-8:remote/local"] - values["input:remote/local"]
     if out_dir is not None:
-        fig = _figure(11, 7.5)
+        fig = new_figure(11, 7.5)
         for i, name in enumerate(FIG4_POLICIES):
             ax = fig.add_subplot(2, 2, i + 1)
             draw_rates(ax, rates[name], legend_size=6)
@@ -131,8 +70,8 @@ def run_fig4(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         fig.suptitle("seed 003 Figure 4: Comparison of Packet Marking Policies: L = 10, R = 10, buffer capacity = 4 "
                      "packets. (LIPD source response)\npaper: naive local ≈ 90 %% of root; input fairer; in-out-4 "
                      "root under-used; in-out-8 local ≈ remote; victim on %g–%g ms" % vic, fontsize=8)
-        _save(out_dir, "fig4", fig)
-    _save(out_dir, "fig4", data=values)
+        save_outputs(out_dir, "fig4", fig)
+    save_outputs(out_dir, "fig4", data=values)
     return values
 
 
@@ -157,7 +96,7 @@ def run_fig6(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         values[name + ":discrete ms"] = RateTable(fn).recovery_time() * PACKET_US / 1e3
         values[name + ":analytic ms"] = fn.recovery_time() * PACKET_US / 1e3
     if out_dir is not None:
-        fig = _figure()
+        fig = new_figure()
         ax = fig.add_subplot()
         for name in ("fimd", "aimd", "lipd"):           # the caption's order
             ts, rs = curves[name]
@@ -169,8 +108,8 @@ def run_fig6(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
                      "paper: FIMD 4.2 ms, LIPD and AIMD 133.7 ms; ours: FIMD %.1f, LIPD %.1f, AIMD %.1f ms"
                      % tuple(values[n + ":continuous ms"] for n in ("fimd", "lipd", "aimd")), fontsize=9)
         ax.legend(fontsize=8)
-        _save(out_dir, "fig6", fig)
-    _save(out_dir, "fig6", data=values)
+        save_outputs(out_dir, "fig6", fig)
+    save_outputs(out_dir, "fig6", data=values)
     return values
 
 
@@ -205,7 +144,7 @@ def run_fig7(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         values["b2: lipd inter - aimd inter"] = (table[("lipd", "discrete", 2)]["inter"]
                                                  - table[("aimd", "discrete", 2)]["inter"])
     if out_dir is not None:
-        fig = _figure(9, 4)
+        fig = new_figure(9, 4)
         for i, k in enumerate(("root", "inter")):
             ax = fig.add_subplot(1, 2, i + 1)
             for fn in ("lipd", "fimd", "aimd"):
@@ -222,8 +161,8 @@ def run_fig7(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         fig.suptitle("seed 003 Figure 7: Performance of source response functions with static traffic pattern "
                      "(L = 10, R = 10), input-triggered marking\npaper: LIPD ≈ 100 % root; AIMD inter-switch low "
                      "at small buffers; discrete (solid) ≈ continuous (dashed)", fontsize=8)
-        _save(out_dir, "fig7", fig)
-    _save(out_dir, "fig7", data=values)
+        save_outputs(out_dir, "fig7", fig)
+    save_outputs(out_dir, "fig7", data=values)
     return values
 
 
@@ -263,7 +202,7 @@ def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
     if (4, 12) in table and (8, 12) in table:
         values["b12: remote/local thr8 - thr4"] = table[(8, 12)]["remote/local"] - table[(4, 12)]["remote/local"]
     if out_dir is not None:
-        fig = _figure(9, 4)
+        fig = new_figure(9, 4)
         for i, k in enumerate(("root", "remote/local")):
             ax = fig.add_subplot(1, 2, i + 1)
             for thr in thresholds:
@@ -277,8 +216,8 @@ def run_fig5(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
                      "function of buffer size, for various output thresholds (L = 10, R = 10, LIPD)\npaper: root "
                      "under-used at threshold 4 or buffers 2–4; >90 % at 6; remote/local rises with buffer "
                      "(input-triggered), flat once output-triggered", fontsize=7)
-        _save(out_dir, "fig5", fig)
-    _save(out_dir, "fig5", data=values)
+        save_outputs(out_dir, "fig5", fig)
+    save_outputs(out_dir, "fig5", data=values)
     return values
 
 
@@ -302,7 +241,7 @@ def run_fig8a(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         values[tag + ":static"] = m["static"]
         values[tag + ":dynamic/static"] = m["dynamic"] / m["static"] if m["static"] else float("inf")
     if out_dir is not None:
-        fig = _figure()
+        fig = new_figure()
         ax = fig.add_subplot()
         xs = [on / 1000 for on in ons]
         for pers, ls in ((False, "-"), (True, "--")):
@@ -316,8 +255,8 @@ def run_fig8a(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
                      "5 remote), LIPD\npaper: without persistence dynamic flows starve static ones at short ON "
                      "times; with it they share", fontsize=8)
         ax.legend(fontsize=7)
-        _save(out_dir, "fig8a", fig)
-    _save(out_dir, "fig8a", data=values)
+        save_outputs(out_dir, "fig8a", fig)
+    save_outputs(out_dir, "fig8a", data=values)
     return values
 
 
@@ -343,7 +282,7 @@ def run_fig8b(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         values["on %gus:fimd - lipd" % on] = table[(on, "fimd")]["root"] - table[(on, "lipd")]["root"]
         values["on %gus:lipd - fimd" % on] = -values["on %gus:fimd - lipd" % on]
     if out_dir is not None:
-        fig = _figure(9, 4)
+        fig = new_figure(9, 4)
         xs = [on / 1000 for on in ons]
         for i, k in enumerate(("root", "inter")):
             ax = fig.add_subplot(1, 2, i + 1)
@@ -358,62 +297,6 @@ def run_fig8b(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
         fig.suptitle("seed 003 Figure 8(b): Utilization of root link and inter-switch link when all flows except "
                      "the victim are dynamic (persistent state)\npaper: FIMD best for ON ≈ 0.2–2 ms, LIPD at the "
                      "extremes, AIMD ≈ 10 % lower", fontsize=8)
-        _save(out_dir, "fig8b", fig)
-    _save(out_dir, "fig8b", data=values)
-    return values
-
-
-# ---------------------------------------------------------------- the comparison
-COMPARE: dict[str, dict[str, Any]] = {"no control": {}, "window 1": {"window": 1},
-           "HP FIMD": {"hp": {"response": "fimd"}}, "HP LIPD": {"hp": {"response": "lipd"}},
-           "HP AIMD": {"hp": {"response": "aimd"}}}
-
-
-def run_compare(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
-    """Seed 003 Figure 2's scenario (L=5, R=1, buffer 4, victim 40–60 % of the run) and
-    the same with R=5 (Figure 3's) under no control, a window of one packet, and the HP
-    scheme (input-triggered marking) with each response function: victim throughput
-    (victim on), root and inter-switch utilization, Jain's index among local and remote
-    flows (after the start-up).  Full: 100 ms; CI: 20 ms."""
-    d = 100.0 if full else 20.0
-    vic = (0.4 * d, 0.6 * d)
-    values, rows = {}, {}
-    runs = [(R, name) for R in (1, 5) for name in COMPARE]
-    specs: list[Spec] = [(fig1(5, R, 4, d, victim=vic, name="compare-R%d-%s" % (R, name.replace(" ", "_")),
-                               **COMPARE[name]), 0.2 * d, d, {"v": (vic[0] + 0.05 * d, vic[1] - 0.05 * d)})
-                         for R, name in runs]
-    for (R, name), m in zip(runs, cache.map(measure_spec, specs)):
-        row = rows["R=%d %s" % (R, name)] = {"victim": m["v:victim"], "root": m["root"],
-                                             "inter": m["v:inter"], "fairness": m["jain"]}
-        for k, v in row.items():
-            values["R=%d %s:%s" % (R, name, k)] = v
-    if out_dir is not None:
-        _bars(out_dir, "compare", "Fig. 1 scenario, L=5, R=1 (Fig. 2) and R=5 (Fig. 3): victim, root, "
-              "inter-switch, Jain's index", rows, ["victim", "root", "inter", "fairness"])
-        lines = ["| scenario | control | victim | root | inter-switch | Jain (local+remote) |",
-                 "|---|---|---|---|---|---|"]
-        lines += ["| %s | %s | %.1f %% | %.1f %% | %.1f %% | %.3f |" % (
-            n.split(" ", 1)[0], n.split(" ", 1)[1], 100 * r["victim"], 100 * r["root"], 100 * r["inter"],
-            r["fairness"]) for n, r in rows.items()]
-        Path(out_dir, "compare.md").write_text("\n".join(lines) + "\n")
-    _save(out_dir, "compare", data=values)
-    return values
-
-
-# ---------------------------------------------------------------- non-compliant CAs
-def run_noncompliant(out_dir: Path | None, full: bool, cache: RunCache) -> Values:
-    """The shipped scenario hp_noncompliant.toml: source L1 ignores notification; with
-    and without the subnet manager (seed 000 §6.2).  L1's share of the root over the
-    last 3/4."""
-    d = 40.0 if full else 20.0
-    values = {}
-    for tag, overrides in (("manager", []), ("no manager", ['cc.hp.manager=""'])):
-        with as_file(files(SCENARIOS) / "hp_noncompliant.toml") as path:
-            scn = load_scenario(path, ['template.duration="%gms"' % d, 'template.victim_stop="%gms"' % d]
-                                + overrides)
-        m = measure(scn, d / 4, d)
-        values[tag + ":L1 share of root"] = m["flow:local1"] / m["root"]
-        values[tag + ":root"] = m["root"]
-        values[tag + ":victim"] = m["victim"]
-    _save(out_dir, "noncompliant", data=values)
+        save_outputs(out_dir, "fig8b", fig)
+    save_outputs(out_dir, "fig8b", data=values)
     return values

@@ -59,7 +59,8 @@ Root causes (issue 13, defect 7):
 from __future__ import annotations
 
 from ..reproduction import REGRESSION, TIE_ORDER, Check, Reproduction
-from .figures import run_compare, run_fig4, run_fig5, run_fig6, run_fig7, run_fig8a, run_fig8b, run_noncompliant
+from .comparison import run_compare, run_noncompliant
+from .figures import run_fig4, run_fig5, run_fig6, run_fig7, run_fig8a, run_fig8b
 
 __all__ = ["REPRODUCTIONS"]
 
