@@ -41,6 +41,7 @@ from .pkey import PKeyTable
 from .vlarb import VLArbiter
 
 if TYPE_CHECKING:
+    from .adaptive import AdaptiveRouting
     from .hooks import Marker
     from .recorder import Recorder
 
@@ -110,6 +111,7 @@ class Switch(Node):
         self.agent: MADAgent | None = None          # MADAgent of port 0, made on first use
         self.enforce_pkeys = params.enforce_pkeys
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
+        self.adaptive: AdaptiveRouting | None = None  # adaptive routing (ibemu.fabric.adaptive); None: the LFT
 
     def attach_marker(self, marker: Marker) -> None:
         """Congestion marking at this switch's output ports (a scheme's :class:`Marker`)."""
@@ -182,6 +184,8 @@ class Switch(Node):
             self._to_agent(port, frame, vl_in, blocks, now)      # management port 0
             return
         out = self.lft.get(dlid)
+        if self.adaptive is not None and vl_in != VL15:
+            out = self.adaptive.out_port(self, dlid, get_sl(frame), pidx, out, now)
         xo = self.xports.get(out) if out is not None else None
         if xo is None or xo.port is None or out == pidx:        # (no port: -1, the switch's own)
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
