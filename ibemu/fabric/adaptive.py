@@ -78,7 +78,8 @@ def pick(free: list[int], queued: list[int], rng: random.Random) -> int:
 class AdaptiveRouting:
     """The adaptive routing state of one switch: destination LID -> its group of output
     ports, the policy (``credits`` or ``random``), the switch's random stream, and how
-    many packets left by a port other than the LFT's (``rerouted``)."""
+    many packets left by a port other than the LFT's (``rerouted``; also the switch's
+    counter ``adaptive_rerouted``)."""
     __slots__ = ("groups", "policy", "rng", "rerouted", "full_bytes", "full_blocks")
 
     def __init__(self, groups: dict[int, tuple[int, ...]], policy: str, rng: random.Random,
@@ -113,6 +114,7 @@ class AdaptiveRouting:
             out = self._least_loaded(sw, ports, sl, inp, default, now)
         if out != default:
             self.rerouted += 1
+            sw.count("adaptive_rerouted")
         return out
 
     def _least_loaded(self, sw: Switch, ports: list[int], sl: int, inp: int, default: int | None,

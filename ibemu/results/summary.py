@@ -151,6 +151,12 @@ def summarize(m: Metrics, t_from: int | None = None, t_to: int | None = None) ->
             if b > a:
                 win_tputs[name] = wt
         flows[name] = f
+    counters = m.counters()
+    for name, f in flows.items():        # issue 31: a responder with a reorder window (node "flow:<name>")
+        reorder = counters.get("flow:" + name)
+        if reorder is not None:
+            f["out_of_order"] = reorder.get("out_of_order", 0)
+            f["reorder_depth"] = reorder.get("reorder_depth", 0)
 
     groups: dict[str, dict[str, Any]] = {}
     for g, members in m.groups().items():

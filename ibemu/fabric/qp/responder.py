@@ -30,6 +30,7 @@ READ responses go out through the rate limiter and the congestion-control hook o
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...wire import opcodes as OP
@@ -42,6 +43,16 @@ if TYPE_CHECKING:
     from ..hooks import MessageSink
     from ..params import FlowSpec
     from ..hca import HCA
+
+
+def reorder_counters(qps: Iterable[object]) -> dict[str, dict[str, int]]:
+    """``{"flow:<name>": {"out_of_order": n, "reorder_depth": d}}`` for every RC responder
+    of *qps* with a reorder window (results.json reports them per flow, issue 31)."""
+    out: dict[str, dict[str, int]] = {}
+    for q in qps:
+        if isinstance(q, RCResponder) and q.reorder_window:
+            out["flow:" + q.name] = {"out_of_order": q.out_of_order, "reorder_depth": q.reorder_depth}
+    return out
 
 
 class RCResponder(SenderBase):
