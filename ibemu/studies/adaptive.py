@@ -91,7 +91,7 @@ def run_hotspot(case: str, routing: str, full: bool, out_dir: Path | None = None
     raw.setdefault("routing", {})["adaptive"] = routing == "adaptive"
     run = tree.run_case(raw, label, case, out_dir)
     values = tree.case_values(run)
-    _, _, share, _ = tree._blocked_series(run)            # noqa: SLF001 (the study's own sibling)
+    _, _, share, _ = tree.blocked_series(run)
     values["spines"] = _spines(run, share)
     return values
 
