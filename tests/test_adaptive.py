@@ -11,6 +11,7 @@ import pytest
 
 from ibemu.build import build_fabric
 from ibemu.capture.pcapng import read_capture
+from ibemu.errors import UserError
 from ibemu.fabric.adaptive import AdaptiveRouting, pick, switch_rng
 from ibemu.fabric.switch import Switch
 from ibemu.run import run_virtual
@@ -106,3 +107,26 @@ def test_results_of_static_runs_have_no_reorder_keys():
     r = run_virtual(scn, progress=False)
     assert not any("out_of_order" in f for f in r.summary["flows"].values())
     assert r.summary["duration_ps"] == 20 * PS_PER_US
+
+
+@pytest.mark.parametrize("where,value,key,reason", [
+    ("routing", {"adaptive_policy": "ecmp"}, "routing.adaptive_policy", "ecmp"),
+    ("routing", {"reorder_window": -1}, "routing.reorder_window", "between 0 and"),
+    ("routing", {"adaptive": "yes"}, "routing.adaptive", "true or false"),
+    ("switch", {"adaptive_groups": {"h1": [99]}}, "switch[0].adaptive_groups.h1[0]", "no link on port 99"),
+    ("switch", {"adaptive_groups": {"nobody": [1]}}, "switch[0].adaptive_groups.nobody", "no HCA"),
+    ("switch", {"adaptive_groups": {"h1": []}}, "switch[0].adaptive_groups.h1", "non-empty array"),
+    ("switch", {"adaptive_policy": 3}, "switch[0].adaptive_policy", ""),
+])
+def test_bad_adaptive_keys_are_one_line_naming_the_key(where, value, key, reason):
+    raw = {"scenario": {"name": "bad", "duration": "1us"},
+           "switch": [{"name": "S1"}], "hca": [{"name": "h1"}, {"name": "h2"}],
+           "link": [{"a": "h1", "b": "S1"}, {"a": "h2", "b": "S1"}], "routing": {}}
+    if where == "routing":
+        raw["routing"].update(value)
+    else:
+        raw["switch"][0].update(value)
+    with pytest.raises(UserError) as e:
+        scenario_from_dict(raw, label="bad.toml")
+    msg = str(e.value)
+    assert "\n" not in msg and "bad.toml" in msg and key in msg and reason in msg, msg
