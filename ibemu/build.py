@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .cc import install, node_class
 from .errors import UserError
+from .fabric.adaptive import AdaptiveRouting, switch_rng
 from .fabric.credits import MAX_CAPACITY_BLOCKS, blocks_of
 from .fabric.faults import make_injectors
 from .fabric.job.install import install_jobs
@@ -22,6 +23,7 @@ from .fabric.switch import Switch
 from .fabric.traffic import make_generator
 from .results.phases import Phases
 from .routing import Routes, Subnet, check_credit_loops, route
+from .routing.groups import Groups, merge_groups, minimal_groups
 from .scenario.model import Scenario, node_guids
 from .wire.layout import MAX_HEADERS  # LRH, BTH, RETH, ICRC, VCRC
 
@@ -81,13 +83,38 @@ def _read_lft_file(path: str | None) -> str:
 
 def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes: list[str] | None = None,
                     check: bool | None = None, phases: Phases | None = None) -> Routes:
+    """The switches' LFTs (:func:`scenario_routing` without the adaptive groups)."""
+    return scenario_routing(scn, sw_lids, notes, check, phases)[0]
+
+
+def adaptive_switches(scn: Scenario) -> dict[str, str]:
+    """Switch name -> its adaptive routing policy ("credits" or "random"), for every
+    switch that routes adaptively (``[routing] adaptive``, a switch's own ``adaptive`` and
+    ``adaptive_policy`` winning; policy "static" is no adaptive routing at all)."""
+    rs = scn.routing
+    out = {}
+    for s in scn.switches:
+        on = rs.adaptive if s.adaptive is None else s.adaptive
+        policy = s.adaptive_policy or rs.adaptive_policy
+        if on and policy != "static":
+            out[s.name] = policy
+    return out
+
+
+def scenario_routing(scn: Scenario, sw_lids: dict[str, int] | None = None, notes: list[str] | None = None,
+                     check: bool | None = None, phases: Phases | None = None) -> tuple[Routes, Groups]:
     """The switches' LFTs: the scenario's routing engine (``[routing]``, OpenSM's
     names; engine "file" reads ``lft_file``) -- when it fails and the routing came from
     an opensm.conf's engine list, the next engine of ``fallback``, as OpenSM does (a note
     says so) --, then each switch's explicit ``lft`` entries, which win; then, if
     ``check_credit_loops`` (or *check*), the credit-loop check over all CA-to-CA routes
     (:func:`ibemu.routing.check_credit_loops`).  *phases*: time (and show) the routing
-    and the check as phases of their own."""
+    and the check as phases of their own.
+
+    Also the adaptive routing groups (issue 31) of the switches that route adaptively
+    (:func:`adaptive_switches`): derived from the topology and the LFTs
+    (:func:`ibemu.routing.groups.minimal_groups`), a switch's ``adaptive_groups`` winning;
+    the credit-loop check then covers every port of every group."""
     rs = scn.routing
     phases = phases or Phases(False)
     sn = subnet_of(scn, sw_lids)
@@ -109,10 +136,15 @@ def scenario_routes(scn: Scenario, sw_lids: dict[str, int] | None = None, notes:
         lfts.setdefault(s.name, {})
         if s.lft:
             lfts[s.name].update(s.lft)
+    on = adaptive_switches(scn)
+    groups: Groups = {}
+    if on:
+        explicit = {s.name: s.adaptive_groups for s in scn.switches if s.adaptive_groups and s.name in on}
+        groups = merge_groups(minimal_groups(sn, lfts, set(on)), explicit)
     if rs.check_credit_loops if check is None else check:
         with phases.phase("credit-loop check", sum(len(sn.lids(c.name)) for c in sn.cas()), "LIDs") as tick:
-            check_credit_loops(sn, lfts, engine, tick)
-    return lfts
+            check_credit_loops(sn, lfts, engine, tick, groups or None)
+    return lfts, groups
 
 
 def routing_notes(scn: Scenario) -> list[str]:
@@ -202,8 +234,11 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases
         link_ends[label_ab] = (link.a, pa, link.b, pb)
         link_ends[label_ba] = (link.b, pb, link.a, pa)
 
-    for name, table in scenario_routes(scn, sw_lids, phases=phases).items():
+    lfts, groups = scenario_routing(scn, sw_lids, phases=phases)
+    for name, table in lfts.items():
         nodes[name].lft = table
+    for name, policy in adaptive_switches(scn).items():
+        nodes[name].adaptive = AdaptiveRouting(groups.get(name, {}), policy, switch_rng(scn.seed, name), mtu)
 
     fabric = Fabric(nodes, wiring, link_capacity, {}, link_ends)
     for index, flow in enumerate(scn.flows):
@@ -223,7 +258,8 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases
             dst.qps[qd] = rcv
         else:
             snd = RCRequester(src, flow, qs, qd, dst.lid + off, vl_s, gen)
-            rcv = RCResponder(dst, flow, qd, qs, src.lid + off, vl_d, dst.params.ack_every)
+            rcv = RCResponder(dst, flow, qd, qs, src.lid + off, vl_d, dst.params.ack_every,
+                              scn.routing.reorder_window)
             rcv.slid = dst.lid + off
             src.senders.append(snd)
             src.qps[qs] = snd

@@ -21,6 +21,7 @@ from typing import Any
 
 from .atomic import atomic_batch, prepare_outputs
 from .build import build_fabric
+from .fabric.qp.responder import reorder_counters
 from .fabric.network import Fabric
 from .capture.pcapng import LinkCapture, open_link_capture
 from .core import core_kind
@@ -166,6 +167,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     counters = {name: dict(sorted(node.counters.items()))
                 for name, node in fabric.nodes.items() if node.counters}
     counters.update(fault_counters(fabric.injectors))      # "link:<label>": lost, corrupted, ...
+    counters.update(reorder_counters(q for n in fabric.nodes.values() for q in getattr(n, "qps", {}).values()))
     for node, values in counters.items():
         for key, value in values.items():
             metrics.counter(node, key, value)

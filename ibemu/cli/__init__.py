@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("study", help="run a study on your scenario file (congestion_tree: a hot spot on a fat tree "
                                       "under none, hp, cca, dcms)")
-    st.add_argument("study", choices=["congestion_tree", "interference"])
+    st.add_argument("study", choices=["congestion_tree", "interference", "adaptive"])
     st.add_argument("scenario", nargs="?", help="scenario file (default the shipped scenarios/congestion_tree.toml)")
     st.add_argument("--cases", help="comma-separated subset of baseline,none,hp,cca,dcms (default all)")
     st.add_argument("--ci-size", action="store_true", help="shrink to the CI size (32 hosts, 2 ms)")

@@ -70,6 +70,9 @@ def cmd_sweep(args) -> int:
 def cmd_study(args) -> int:
     """``ibemu study congestion_tree [SCENARIO]``: the study's cases on a scenario file
     (default the shipped congestion_tree.toml as it is), the table and the plots."""
+    if args.study == "adaptive":
+        from ..studies.adaptive import main as adaptive
+        return adaptive(args.out, not args.ci_size, args.scenario)
     if args.study == "interference":
         from ..studies.interference import main as interference
         return interference(args.out, not args.ci_size, args.cases, args.scenario)

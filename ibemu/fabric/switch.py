@@ -1,23 +1,19 @@
 """The input-buffered crossbar switch of seed 003 §3 and Table 1.
 
 - Input buffers per port per VL (credit capacity in 64-byte blocks).
-- A crossbar: an input port sends one packet at a time, an output port one at a time --
-  except that a store-and-forward input faster than the outputs it feeds reads packets
-  out at its own rate, so it can feed several slower outputs at once as long as their
-  rates add up to no more than its own (4X QDR into four 4X SDR outputs; seed 002's
-  testbed, S2 port 20 feeding ports 23 and 24).
+- A crossbar: an input sends one packet at a time, an output one at a time -- but a
+  store-and-forward input faster than its outputs feeds several slower ones at once while
+  their rates add up to no more than its own (seed 002's testbed: S2 port 20 into 23, 24).
 - Per output port and VL a FIFO of the packets waiting for it, in arrival order; the head
   may be bypassed by a newer packet when the head's input is busy sending to another
   output, at most ``bypass_limit`` times (default 4) to prevent starvation.
 - Cut-through: a packet may leave ``forwarding_delay`` (40 ns) after its first byte
-  arrived, but not so early that the output, at its own rate, would run out of bytes:
-  its last byte leaves no earlier than its last byte arrived plus the delay (a slower
-  input feeding a faster output starts late).  Store-and-forward: after the last byte
-  plus the delay.  Either way a transmission occupies the output link for exactly its
-  length at the output's rate, so the receiver's view of the last byte is right.
-- Routing by a linear forwarding table on the DLID; the output VL from the SL-to-VL
-  table (seed 004 "Virtual Lanes and Service Levels"); VL arbitration by the IBA
-  dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
+  arrived, but its last byte no earlier than its last byte arrived plus the delay (a
+  slower input feeding a faster output starts late).  Store-and-forward: after the last
+  byte plus the delay.  A transmission occupies the output link for exactly its length.
+- Routing by a linear forwarding table on the DLID (or adaptively, :mod:`.adaptive`); the
+  output VL from the SL-to-VL table (seed 004 "Virtual Lanes and Service Levels"); VL
+  arbitration by the IBA dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
 - A packet's input buffer space is freed, and a flow-control packet returns the credit
   upstream, when its last byte has left the switch.
 Marking policies (issues 5 and 6) hook in through :meth:`Switch.attach_marker` (a
@@ -39,6 +35,7 @@ from .pkey import PKeyTable
 from .xport import Entry, XPort
 
 if TYPE_CHECKING:
+    from .adaptive import AdaptiveRouting
     from .hooks import Marker
     from .recorder import Recorder
 
@@ -66,6 +63,7 @@ class Switch(Node):
         self.agent: MADAgent | None = None          # MADAgent of port 0, made on first use
         self.enforce_pkeys = params.enforce_pkeys
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
+        self.adaptive: AdaptiveRouting | None = None  # adaptive routing (ibemu.fabric.adaptive); None: the LFT
 
     def attach_marker(self, marker: Marker) -> None:
         """Congestion marking at this switch's output ports (a scheme's :class:`Marker`)."""
@@ -138,6 +136,8 @@ class Switch(Node):
             self._to_agent(port, frame, vl_in, blocks, now)      # management port 0
             return
         out = self.lft.get(dlid)
+        if self.adaptive is not None and vl_in != VL15:
+            out = self.adaptive.out_port(self, dlid, get_sl(frame), pidx, out, now)
         xo = self.xports.get(out) if out is not None else None
         if xo is None or xo.port is None or out == pidx:        # (no port: -1, the switch's own)
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")

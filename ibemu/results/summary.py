@@ -3,15 +3,13 @@
 table for the terminal (:func:`format_summary_table`).
 
 Rates are over each flow's active interval (seed 003 §3 reports throughput while a flow
-sends); a group's rate is the sum of its members' as a fraction of one member's link,
-and fairness is Jain's index among the flows (:func:`~ibemu.results.rates.jain_index`).
-Normalized rates count wire bytes: every delivered data packet's whole frame (LRH,
-BTH, DETH / RETH / AETH as present, pad, ICRC, VCRC), so a flow alone at line rate is
-1.0 whatever its operation.
+sends); a group's rate is the sum of its members' as a fraction of one member's link;
+fairness is Jain's index (:func:`~ibemu.results.rates.jain_index`).  Normalized rates
+count wire bytes: every delivered data packet's whole frame (headers as present, pad,
+ICRC, VCRC), so a flow alone at line rate is 1.0 whatever its operation.
 
-Latency (:mod:`~ibemu.results.latency`): per flow and per group, the distribution of
-message latencies (first byte sent to last byte delivered) and, for finite flows, the
-completion time; nearest-rank percentiles.
+Latency (:mod:`~ibemu.results.latency`): per flow and per group, message latencies (first
+byte sent to last delivered) and finite flows' completion times; nearest-rank percentiles.
 
 At cluster scale (issue 15 item 7) the table shows aggregates instead of a row per flow
 or link: more than :data:`FLOW_ROWS_MAX` flows give one row per flow group (count,
@@ -151,6 +149,11 @@ def summarize(m: Metrics, t_from: int | None = None, t_to: int | None = None) ->
             if b > a:
                 win_tputs[name] = wt
         flows[name] = f
+    counters = m.counters()
+    for name, f in flows.items():        # issue 31: a responder with a reorder window (node "flow:<name>")
+        if (reorder := counters.get("flow:" + name)) is not None:
+            f["out_of_order"] = reorder.get("out_of_order", 0)
+            f["reorder_depth"] = reorder.get("reorder_depth", 0)
 
     groups: dict[str, dict[str, Any]] = {}
     for g, members in m.groups().items():

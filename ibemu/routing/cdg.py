@@ -12,6 +12,12 @@ LIDs are done at once as arrays (switches x LIDs): each switch's out port and ne
 switch, the switches a LID's traffic reaches (the sources' switches, then the LFT chains
 from them, one hop per step), and each edge as one integer, made unique.  A CA's channel
 ``(ca, 1)`` leads to its switch's out port for every LID the CA does not own.
+
+Adaptive routing (issue 31): with *groups* (:mod:`.groups`) a switch may forward a LID
+on any port of its group, so every port of every group is a route: c1 -> c2 for each
+port the packet may take next.  The traffic to one LID then fans out; the graph is
+walked LID by LID from the sources' switches (:func:`_group_dependencies`; plain Python,
+slower than the arrays, but only run when some switch routes adaptively).
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import numpy as np
 
 from ..errors import UserError
 from .graph import Routes, Subnet, Tick
+from .groups import Groups
 
 __all__ = ["Channel", "dependencies", "find_cycle", "check_credit_loops"]
 
@@ -27,9 +34,13 @@ Channel = tuple[str, int]                       # (node, out port)
 _CHUNK = 4096                                   # destination LIDs per array pass (memory)
 
 
-def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None) -> dict[Channel, set[Channel]]:
-    """The channel dependency graph of CA-to-CA routes under *lfts*; *tick* is called
-    with the number of destination LIDs done."""
+def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
+                 groups: Groups | None = None) -> dict[Channel, set[Channel]]:
+    """The channel dependency graph of CA-to-CA routes under *lfts* (and, with adaptive
+    routing, every port of *groups*); *tick* is called with the number of destination
+    LIDs done."""
+    if groups:
+        return _group_dependencies(sn, lfts, groups, tick)
     edges: dict[Channel, set[Channel]] = {}
     cas = [(c.name, att[0]) for c in sn.cas() if (att := sn.attached_switch(c.name)) is not None]
     if not cas:
@@ -93,6 +104,55 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None) -> dict[Cha
     return edges
 
 
+def _group_dependencies(sn: Subnet, lfts: Routes, groups: Groups,
+                        tick: Tick | None) -> dict[Channel, set[Channel]]:
+    """:func:`dependencies` when switches route adaptively: for each destination LID, the
+    switches its traffic reaches from the sources' switches, following every port a
+    switch may take for it (its group, else its LFT entry)."""
+    edges: dict[Channel, set[Channel]] = {}
+    cas = [(c.name, att[0]) for c in sn.cas() if (att := sn.attached_switch(c.name)) is not None]
+    sources: dict[str, list[str]] = {}
+    for ca, sw in cas:
+        sources.setdefault(sw, []).append(ca)
+    nodes = sn.nodes
+
+    def hops(s: str, lid: int) -> list[tuple[int, str | None]]:
+        """(port, next switch or None) for each port *s* may send *lid* on that has a peer."""
+        g = groups.get(s, {}).get(lid)
+        ports = g if g is not None else (lfts.get(s, {}).get(lid),)
+        out: list[tuple[int, str | None]] = []
+        for p in ports:
+            if p is None or p <= 0:
+                continue
+            peer = nodes[s].peers.get(p)
+            if peer is not None:
+                out.append((p, peer[0] if nodes[peer[0]].switch else None))
+        return out
+
+    for dst, _ in cas:
+        for lid in sn.lids(dst):
+            todo = [sw for sw, owners in sources.items() if set(owners) - {dst}]
+            seen = set(todo)
+            for sw in todo:                                     # (src, 1) -> its switch's out ports
+                for p, _ in hops(sw, lid):
+                    for src in sources[sw]:
+                        if src != dst:
+                            edges.setdefault((src, 1), set()).add((sw, p))
+            while todo:
+                u = todo.pop()
+                for p, v in hops(u, lid):
+                    if v is None:
+                        continue
+                    for q, _ in hops(v, lid):
+                        edges.setdefault((u, p), set()).add((v, q))
+                    if v not in seen:
+                        seen.add(v)
+                        todo.append(v)
+        if tick is not None:
+            tick(len(sn.lids(dst)))
+    return edges
+
+
 def find_cycle(edges: dict[Channel, set[Channel]]) -> list[Channel] | None:
     """A cycle of the graph (its channels in order), None if acyclic; iterative DFS."""
     color: dict[Channel, int] = {}
@@ -120,12 +180,13 @@ def find_cycle(edges: dict[Channel, set[Channel]]) -> list[Channel] | None:
     return None
 
 
-def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "", tick: Tick | None = None) -> None:
-    """Refuse *lfts* if their channel dependency graph has a cycle: one UserError line
-    naming it, ``node:port -> node:port -> ... -> first again``.  *tick*: see
-    :func:`dependencies`."""
-    cycle = find_cycle(dependencies(sn, lfts, tick))
+def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "", tick: Tick | None = None,
+                       groups: Groups | None = None) -> None:
+    """Refuse *lfts* (with the adaptive routing *groups*, if any) if their channel
+    dependency graph has a cycle: one UserError line naming it, ``node:port -> node:port
+    -> ... -> first again``.  *tick*: see :func:`dependencies`."""
+    cycle = find_cycle(dependencies(sn, lfts, tick, groups))
     if cycle:
         names = " -> ".join("%s:%d" % c for c in cycle + cycle[:1])
-        raise UserError("routing%s has a credit loop (channel dependency cycle, deadlock possible): %s"
-                        % (" (%s)" % engine if engine else "", names))
+        what = "routing%s%s" % (" (%s)" % engine if engine else "", " with adaptive routing groups" if groups else "")
+        raise UserError("%s has a credit loop (channel dependency cycle, deadlock possible): %s" % (what, names))

@@ -47,6 +47,7 @@ from ..atomic import atomic_write_text
 from ..build import build_fabric
 from ..capture.pcapng import open_link_capture
 from ..errors import UserError
+from ..fabric.qp.responder import reorder_counters
 from ..fabric.faults import engine_faults, fault_counters
 from ..fabric.integrity import attach, credit_state
 from ..fabric.node import Node
@@ -321,6 +322,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
             capture.close()
     counters = {name: dict(sorted(n.counters.items())) for name, n in zip(node_names, nodes) if n.counters}
     counters.update((k, v) for k, v in fault_counters(fabric.injectors).items() if v)
+    counters.update(reorder_counters(q for n in nodes for q in getattr(n, "qps", {}).values()))
     for node, values in counters.items():
         for key, value in values.items():
             metrics.counter(node, key, value)

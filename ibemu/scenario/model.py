@@ -36,6 +36,9 @@ class SwitchSpec:
     lft: dict[int, int] | None = None       # DLID -> out port; wins over the routing engine's entry
     guid: int | None = None                 # node GUID; None: SWITCH_GUID_BASE + 1 + index
     desc: str | None = None                 # NodeDescription; None: the name
+    adaptive: bool | None = None            # adaptive routing here; None: routing.adaptive
+    adaptive_policy: str | None = None      # credits | random | static; None: routing.adaptive_policy
+    adaptive_groups: dict[int, list[int]] | None = None   # DLID -> its group of ports; wins over the derived
 
 
 @dataclass
@@ -85,7 +88,9 @@ class RoutingSpec:
     REFERENCE-FABRICS §3).  ``engine``: "minhop" (OpenSM's default), "updn", "ftree" or
     "file" (``lft_file``, an opensm-lfts.dump or ibroute dump); ``lmc``: 2^LMC LIDs per
     HCA port; ``roots``: switch names for updn/ftree (empty: found automatically);
-    ``check_credit_loops``: refuse a routing whose channel dependency graph has a cycle.
+    ``check_credit_loops``: refuse a routing whose channel dependency graph has a cycle;
+    ``adaptive``, ``adaptive_policy``: adaptive routing (issue 31, :mod:`ibemu.fabric.adaptive`);
+    ``reorder_window``: the RC responders' out-of-order window in packets (0: in order only).
     From an opensm.conf (issue 18, :mod:`ibemu.scenario.opensm_routing`): ``fallback``,
     the engines tried in order when ``engine`` fails (OpenSM's ``routing_engine`` list,
     then minhop unless ``no_fallback``); ``opensm``, what the file set, for the run's note."""
@@ -94,6 +99,9 @@ class RoutingSpec:
     roots: list[str] = field(default_factory=list)
     lft_file: str | None = None
     check_credit_loops: bool = True
+    adaptive: bool = False                  # adaptive routing in every switch (issue 31)
+    adaptive_policy: str = "credits"        # credits | random | static (ibemu.fabric.adaptive)
+    reorder_window: int = 0                 # RC responders take packets up to this far ahead of the expected PSN
     fallback: list[str] = field(default_factory=list)
     opensm: list[str] = field(default_factory=list)
 

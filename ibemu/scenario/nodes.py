@@ -31,6 +31,7 @@ __all__ = ["SWITCH_KEYS", "HCA_KEYS", "MTUS", "DATA_VLS", "switch_params", "hca_
 
 SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "data_vls", "sl2vl", "vlarb",
                "enforce_pkeys", "pkeys")
+ADAPTIVE_KEYS = ("adaptive", "adaptive_policy", "adaptive_groups")    # [[switch]] only (issue 31)
 HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb", "ack_timeout", "retry_cnt", "max_outstanding",
             "pkeys")
 MTUS = (256, 512, 1024, 2048, 4096)
@@ -259,12 +260,18 @@ def parse_switches(ctx: Checker, sraw: list[dict[str, Any]], ds: dict[str, Any],
     for i, s in enumerate(sraw):
         path = join("switch", i)
         table(ctx, path, s, ("name", "ports", "lft", "port_buffers", "port_pkeys", "port_vlarb", "guid", "desc")
-              + SWITCH_KEYS, ("name",))
+              + SWITCH_KEYS + ADAPTIVE_KEYS, ("name",))
         nm = identifier(ctx, path + ".name", s["name"])
         names.add(path + ".name", nm, "switch")
         ports = integer(ctx, path + ".ports", s["ports"], 1, 254) if "ports" in s else None
         params = switch_params(ctx, merged(s, path, ds, "defaults.switch", SWITCH_KEYS), max_mtu)
-        switches.append(SwitchSpec(nm, params, ports, None, *node_identity(ctx, path, s)))
+        spec = SwitchSpec(nm, params, ports, None, *node_identity(ctx, path, s))
+        if "adaptive" in s:
+            spec.adaptive = boolean(ctx, path + ".adaptive", s["adaptive"])
+        if "adaptive_policy" in s:
+            spec.adaptive_policy = string(ctx, path + ".adaptive_policy", s["adaptive_policy"],
+                                          ("credits", "random", "static"))
+        switches.append(spec)
     return switches
 
 
@@ -290,6 +297,26 @@ def switch_port_tables(ctx: Checker, sraw: list[dict[str, Any]], switches: list[
                                   % (sw.name, port, known(conn, 99)))
                 lft[lid] = port
             sw.lft = lft
+        if "adaptive_groups" in s:                  # explicit adaptive routing groups (issue 31)
+            groups: dict[int, list[int]] = {}
+            for k, v in table(ctx, path + ".adaptive_groups", s["adaptive_groups"], AnyKeys()).items():
+                kp = "%s.adaptive_groups.%s" % (path, k)
+                lid = int(k) if ascii_digits(k) else lid_of.get(k)
+                if lid is None or lid not in lid_of.values():
+                    raise ctx.err(kp, "no HCA has LID or name %r" % k)
+                if not isinstance(v, list) or not v:
+                    raise ctx.err(kp, "expected a non-empty array of ports, got %s" % describe(v))
+                ports: list[int] = []
+                for j, x in enumerate(v):
+                    port = integer(ctx, "%s[%d]" % (kp, j), x, 1, 254)
+                    if port not in conn:
+                        raise ctx.err("%s[%d]" % (kp, j), "switch %r has no link on port %d (linked: %s)"
+                                      % (sw.name, port, known(conn, 99)))
+                    if port in ports:
+                        raise ctx.err("%s[%d]" % (kp, j), "port %d is listed twice" % port)
+                    ports.append(port)
+                groups[lid] = ports
+            sw.adaptive_groups = groups
         for k, v in table(ctx, path + ".port_buffers", s.get("port_buffers", {}), AnyKeys()).items():
             kp = "%s.port_buffers.%s" % (path, k)
             if not ascii_digits(k) or int(k) not in conn:

@@ -13,9 +13,18 @@ from ..validate import Checker, boolean, integer, string, table, unknown_node
 from .model import HCASpec, RoutingSpec, SwitchSpec
 from .opensm_routing import routing_defaults
 
-__all__ = ["ROUTING_KEYS", "ENGINES", "parse_routing"]
+__all__ = ["ROUTING_KEYS", "ENGINES", "ADAPTIVE_POLICIES", "REORDER_WINDOW", "parse_routing"]
 
-ROUTING_KEYS = ("engine", "lmc", "roots", "lft_file", "check_credit_loops")
+ROUTING_KEYS = ("engine", "lmc", "roots", "lft_file", "check_credit_loops", "adaptive", "adaptive_policy",
+                "reorder_window")
+ADAPTIVE_POLICIES = ("credits", "random", "static")
+REORDER_WINDOW = 64
+"""The RC responders' default out-of-order window (packets) under adaptive routing: the
+most packets of one flow that can overtake another on two minimal paths of the shipped
+fat trees -- a packet can wait behind at most the input buffers feeding its output at
+each of the two queueing hops (up at the leaf, down at the spine): 2 hops x 8 inputs x 4
+packets = 64 on the 128-host fat tree (radix 16, 4-packet buffers).  A loss is then
+NAKed as soon as a packet 64 PSNs beyond it arrives (docs/adaptive.md)."""
 ENGINES = ("minhop", "updn", "ftree", "file")
 
 
@@ -32,6 +41,10 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
         lft_file = "lfts.dump"        # engine "file": opensm-lfts.dump or ibroute output,
                                       # relative to the scenario file
         check_credit_loops = true     # refuse a routing whose channel dependency graph has a cycle
+        adaptive = false              # adaptive routing in the switches (issue 31; [[switch]] adaptive wins)
+        adaptive_policy = "credits"   # credits | random | static (ibemu.fabric.adaptive)
+        reorder_window = 64           # RC responders: packets taken ahead of the expected PSN
+                                      # (default 64 with adaptive routing, else 0: in order only)
 
     Also checks the HCAs' base LIDs against the LMC and each flow's ``path``.  With
     LMC > 0 the HCAs without a ``lid`` (indices not in *explicit_lids*) get, in list
@@ -75,6 +88,12 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
     elif spec.engine == "file":
         raise ctx.err(path + ".lft_file", "missing (engine 'file' loads the LFTs from it)")
     spec.check_credit_loops = boolean(ctx, path + ".check_credit_loops", t.get("check_credit_loops", True))
+    spec.adaptive = boolean(ctx, path + ".adaptive", t.get("adaptive", False))
+    spec.adaptive_policy = string(ctx, path + ".adaptive_policy", t.get("adaptive_policy", "credits"),
+                                  ADAPTIVE_POLICIES)
+    adaptive_anywhere = spec.adaptive or any(s.adaptive for s in switches)
+    spec.reorder_window = integer(ctx, path + ".reorder_window",
+                                  t.get("reorder_window", REORDER_WINDOW if adaptive_anywhere else 0), 0, 1 << 22)
     n = 1 << spec.lmc
     if n > 1:
         taken = {lid for i, h in enumerate(hcas) if i in explicit_lids for lid in range(h.lid, h.lid + n)}

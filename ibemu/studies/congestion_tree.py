@@ -57,7 +57,7 @@ from ..units import PS_PER_MS, PS_PER_S
 from .reproduction import REGRESSION, TIE_ORDER, Check, Reproduction, RunCache
 
 __all__ = ["CASES", "BLOCKED", "CI_SIZE", "flow_paths", "roles", "load_raw", "case_scenario", "run_case",
-           "case_values", "run_study", "format_table", "derived", "REPRODUCTIONS"]
+           "case_values", "blocked_series", "run_study", "format_table", "derived", "REPRODUCTIONS"]
 
 CASES = ("baseline", "none", "hp", "cca", "dcms")
 BLOCKED = 0.2
@@ -210,7 +210,7 @@ def run_case(raw: dict[str, Any], label: str, case: str, out_dir: Path | None = 
                    {lbl: (a, pa) for lbl, (a, pa, _, _) in fabric.link_ends.items()})
 
 
-def _blocked_series(run: CaseRun) -> tuple[np.ndarray, np.ndarray, dict[str, float], dict[str, np.ndarray]]:
+def blocked_series(run: CaseRun) -> tuple[np.ndarray, np.ndarray, dict[str, float], dict[str, np.ndarray]]:
     """(times in ms, links blocked per sample interval, each link's blocked share over the
     window, each link's blocked share per sample interval): PortXmitWait ticks x tick
     time / time, per transmitting port of a link."""
@@ -248,7 +248,7 @@ def case_values(run: CaseRun) -> dict[str, float]:
         v = (groups.get(g, {}).get("window", {}).get("latency") or {}).get(k)
         return float(v) / 1e6 if v is not None else float("nan")
 
-    _, _, share, _ = _blocked_series(run)
+    _, _, share, _ = blocked_series(run)
     levels = link_levels(run.scenario)
     util: dict[str, list[float]] = {}
     for lbl, v in s["links"].items():
@@ -294,7 +294,7 @@ def _plot(runs: list[CaseRun], path: Path) -> None:
         if victims:
             axes[0].plot(t, m.group_rate_series("victim") / len(victims), label=run.case)
         axes[1].plot(t, m.link_utilization_series(run.root, True), label=run.case)
-        tb, counts, _, _ = _blocked_series(run)
+        tb, counts, _, _ = blocked_series(run)
         axes[2].step(tb, counts, where="post", label=run.case)
     axes[0].set_ylabel("victims' mean\nthroughput (of link)")
     axes[1].set_ylabel("hot-spot link\ndata utilization")
@@ -323,7 +323,7 @@ def run_study(out_dir: Path | None, full: bool, scenario: str | Path | None = No
             levels = link_levels(run.scenario)
             link_heatmap(run.result.metrics, Path(out_dir) / ("heatmap_%s.png" % case), levels,
                          title="%s: link utilization by level" % run.scenario.name)
-            tb, _, _, fractions = _blocked_series(run)
+            tb, _, _, fractions = blocked_series(run)
             plot_link_heatmap(tb, fractions, levels, Path(out_dir) / ("blocked_%s.png" % case),
                               title="%s: the congestion tree (time waiting for credits) by level" % run.scenario.name,
                               xmax=run.scenario.duration / PS_PER_MS,

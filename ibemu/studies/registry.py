@@ -4,7 +4,7 @@ the published numbers.
 :data:`REPRODUCTIONS` lists every reproduction explicitly, in the order ``--list`` and
 ``all`` use: seed 003 Figures 2–3 (:mod:`.santos`), the HP scheme (:mod:`.hp.reproduce`),
 the CCA on seed 002's testbed (:mod:`.cca.reproduce`), DCMS (:mod:`.dcms.reproduce`) and the
-congestion tree on a fat tree (:mod:`.congestion_tree`).
+congestion tree on a fat tree (:mod:`.congestion_tree`); adaptive routing (:mod:`.adaptive`).
 Each holds the scenario or runner, the measurement window and the paper's figures with
 the range we accept.  The emulator's numbers come only from running the scenario; the
 table is read only to print and judge them.
@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import UserError
 from ..run import run_virtual
 from ..units import PS_PER_MS
+from .adaptive import REPRODUCTIONS as ADAPTIVE
 from .cca.reproduce import REPRODUCTIONS as CCA
 from .congestion_tree import REPRODUCTIONS as TREE
 from .dcms.reproduce import REPRODUCTIONS as DCMS
@@ -33,7 +34,7 @@ from .santos import REPRODUCTIONS as SANTOS
 __all__ = ["Check", "Reproduction", "RunCache", "REPRODUCTIONS", "BY_ID", "measure",
            "RunnerResult", "run_reproduction", "format_rows", "departures", "main"]
 
-REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS, *TREE, *INTERFERENCE]
+REPRODUCTIONS: list[Reproduction] = [*SANTOS, *HP, *CCA, *DCMS, *TREE, *INTERFERENCE, *ADAPTIVE]
 BY_ID: dict[str, Reproduction] = {r.id: r for r in REPRODUCTIONS}
 Row = tuple[Check, float, str]
 """(check, ours, verdict): :meth:`Check.verdict`."""

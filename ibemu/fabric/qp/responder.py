@@ -12,6 +12,17 @@ MSN, and for RDMA READ the responses it sends.
 - A packet is delivered to the application (``recorder.flow_rx``) only when it is taken
   in order, so every message is delivered exactly once and in order; its last packet
   completes it (``recorder.message_done``, numbered as the requester numbered it).
+- With a reorder window (``reorder_window`` > 0, issue 31: adaptive routing sends the
+  packets of one flow over different paths) a packet up to ``reorder_window - 1`` PSNs
+  ahead of the expected one is not a sequence error: it is kept (placed) and taken when
+  the packets before it have come, so a message completes when all its packets are in,
+  and a packet that is merely late causes no NAK.  A packet at or beyond the window
+  means a packet before it was lost: the usual NAK (once per sequence error); a lost
+  packet with fewer than a window of packets behind it is recovered by the requester's
+  local ACK timeout.  The held packets are acknowledged, cumulatively, when taken; a
+  FECN-marked one is answered at once by a repeated ACK carrying its BECN.
+  ``out_of_order`` counts the packets kept, ``reorder_depth`` is the farthest ahead of
+  the expected PSN any came (in PSNs).
 
 READ responses go out through the rate limiter and the congestion-control hook of
 :class:`~.sender.SenderBase`; the responder has no window and no generator.
@@ -19,6 +30,7 @@ READ responses go out through the rate limiter and the congestion-control hook o
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...wire import opcodes as OP
@@ -33,13 +45,23 @@ if TYPE_CHECKING:
     from ..hca import HCA
 
 
+def reorder_counters(qps: Iterable[object]) -> dict[str, dict[str, int]]:
+    """``{"flow:<name>": {"out_of_order": n, "reorder_depth": d}}`` for every RC responder
+    of *qps* with a reorder window (results.json reports them per flow, issue 31)."""
+    out: dict[str, dict[str, int]] = {}
+    for q in qps:
+        if isinstance(q, RCResponder) and q.reorder_window:
+            out["flow:" + q.name] = {"out_of_order": q.out_of_order, "reorder_depth": q.reorder_depth}
+    return out
+
+
 class RCResponder(SenderBase):
     """The destination of an RC flow; for RDMA READ also the sender of the responses."""
 
     READ_LOG = 256                          # READ requests remembered for duplicates
 
     def __init__(self, hca: HCA, flow: FlowSpec, qpn: int, remote_qpn: int, dlid: int, vl: int,
-                 ack_every: int = 1):
+                 ack_every: int = 1, reorder_window: int = 0):
         super().__init__(hca, flow, qpn, remote_qpn, dlid, vl)
         self.epsn = 0
         self.msn = 0
@@ -56,6 +78,10 @@ class RCResponder(SenderBase):
         self.nak_sent = False               # a PSN sequence error NAK is outstanding
         self._flush_armed = False           # a delayed-ACK flush timer is pending
         self.sink: MessageSink | None = None    # told of each message delivered (a job's rank)
+        self.reorder_window = reorder_window    # packets taken ahead of epsn (0: in order only)
+        self.held: dict[int, bytes] = {}        # PSN -> packet kept until the ones before it come
+        self.out_of_order = 0                   # packets kept (arrived ahead of epsn)
+        self.reorder_depth = 0                  # farthest ahead of epsn a packet arrived (PSNs)
 
     def _ack(self, psn: int, syndrome: int = ACK_SYNDROME, becn: int = 0) -> bytearray:
         return self._build(OP.RC_ACKNOWLEDGE, psn, becn=becn,
@@ -85,6 +111,9 @@ class RCResponder(SenderBase):
                     self._duplicate_read(psn, frame)
                     return self.cnp_for(frame) if fecn else None
                 return self._ack((self.epsn - 1) % PSN_MOD, becn=fecn)
+            ahead = (psn - self.epsn) % PSN_MOD
+            if ahead < self.reorder_window:
+                return self._hold(psn, ahead, frame, fecn)
             self.out_of_sequence += 1
             self.hca.count("out_of_sequence")
             if self.nak_sent:                     # one NAK per sequence error
@@ -92,6 +121,30 @@ class RCResponder(SenderBase):
             self.nak_sent = True
             self.hca.count("naks_sent")
             return self._ack(self.epsn, NAK_PSN_SEQ, becn=fecn)
+        reply = self._take(now, frame, op, psn, fecn)
+        held = self.held
+        while held and self.epsn in held:                 # the packets kept behind it, in order
+            f = held.pop(self.epsn)
+            r = self._take(now, f, get_opcode(f), self.epsn, get_fecn_local(f))
+            if r is not None and (reply is None or get_opcode(r) == OP.RC_ACKNOWLEDGE):
+                reply = r
+        return reply
+
+    def _hold(self, psn: int, ahead: int, frame: Buf, fecn: int) -> bytearray | None:
+        """Keep a packet *ahead* PSNs beyond the expected one (inside the reorder window)."""
+        if psn in self.held:                              # a duplicate of one kept
+            self.duplicates += 1
+            self.hca.count("duplicates")
+            return None
+        self.held[psn] = bytes(frame)
+        self.out_of_order += 1
+        self.hca.count("out_of_order")
+        if ahead > self.reorder_depth:
+            self.reorder_depth = ahead
+        return self._ack((self.epsn - 1) % PSN_MOD, becn=fecn) if fecn else None
+
+    def _take(self, now: int, frame: Buf, op: int, psn: int, fecn: int) -> bytearray | None:
+        """Take the expected packet *frame* (PSN *psn* == epsn)."""
         self.nak_sent = False
         if op == OP.RC_RDMA_READ_REQUEST:
             n = get_reth_dma_len(frame)
@@ -109,6 +162,9 @@ class RCResponder(SenderBase):
                 log.popleft()
             self.epsn = (psn + npk) % PSN_MOD
             self.msn += 1
+            if self.held:                       # kept packets the READ's PSNs cover: none valid
+                for k in [k for k in self.held if (self.epsn - 1 - k) % PSN_MOD < PSN_HALF]:
+                    del self.held[k]
             return self.cnp_for(frame) if fecn else None
         self.epsn = (psn + 1) % PSN_MOD
         last = op in LAST_OPCODES
