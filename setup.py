@@ -7,7 +7,7 @@ source distribution does not carry the checkout's symbolic links ibemu/layers an
 ibemu/scenarios (docs/packaging.md).
 
 The compiled core (issue 16 Deliver 1): when a wheel is built, the modules of the packages
-named in ``ibemu/core.py`` (``COMPILED_PACKAGES``: sim, fabric, wire, cc) are compiled with
+named in ``ibemu/core.py`` (``COMPILED_PACKAGES``: sim, fabric, wire, cc, routing) are compiled with
 mypyc into extension modules; the ``.py`` files are installed too.  The package stays pure
 Python -- and installs all the same -- when ``IBEMU_PURE_BUILD=1`` is set, when no C
 compiler is found, when mypy (mypyc) cannot be imported, or when compiling fails: then

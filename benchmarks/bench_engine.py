@@ -57,7 +57,7 @@ REF = "fa48aa0"
 WORKLOADS = ("seed003", "fattree")
 VARIANTS = ("ref", "pure", "compiled")
 DEFAULT_MS = {"seed003": 20.0, "fattree": 3.0}
-COMPILED_PACKAGES = ("ibemu/sim", "ibemu/fabric", "ibemu/wire", "ibemu/cc")
+COMPILED_PACKAGES = ("ibemu/sim", "ibemu/fabric", "ibemu/wire", "ibemu/cc", "ibemu/routing")
 LINK_LEN = 6      # bytes of a link flow-control packet (IBA 7.9.4; ibemu.wire.linkpkt.LINK_LEN)
 
 

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 # the hot core that setup.py compiles: scheduler, fabric nodes, credits, queue pairs, codec, CC hooks
-COMPILED_PACKAGES: tuple[str, ...] = ("ibemu.sim", "ibemu.fabric", "ibemu.wire", "ibemu.cc")
+COMPILED_PACKAGES: tuple[str, ...] = ("ibemu.sim", "ibemu.fabric", "ibemu.wire", "ibemu.cc", "ibemu.routing")
 # modules of those packages left as Python (none fails to compile today)
 NOT_COMPILED: tuple[str, ...] = ()
 PURE_ENV = "IBEMU_PURE"
