@@ -19,6 +19,7 @@ import pytest
 from ibemu.run import run_virtual
 from ibemu.scenario.read import scenario_from_dict
 from ibemu.units import PS_PER_US
+from ibemu.validate import ScenarioError
 
 otf2 = pytest.importorskip("otf2")          # the traces extra; CI's test extra includes it
 from otf2.enums import CollectiveOp, GroupType, Paradigm, RegionRole  # noqa: E402
@@ -31,8 +32,8 @@ class RankWriter:
     """Writes one rank's MPI calls; each call takes no time, so the trace's compute time
     is exactly what :meth:`compute` adds."""
 
-    def __init__(self, w, r, world, region):
-        self.w, self.r, self.world, self.region = w, r, world, region
+    def __init__(self, w, r, world, region, comms):
+        self.w, self.r, self.world, self.region, self.comms = w, r, world, region, comms
         self.t = 0
         self.req = 0
 
@@ -71,14 +72,15 @@ class RankWriter:
     def recv(self, src, size):
         self._call("MPI_Recv", RegionRole.POINT2POINT, ("mpi_recv", (src, self.world, 0, size)))
 
-    def collective(self, name, op, sent, received, root=0xFFFFFFFF):
+    def collective(self, name, op, sent, received, root=0xFFFFFFFF, comm=None):
         self._call(name, RegionRole.COLL_ALL2ALL, ("mpi_collective_begin", ()),
-                   ("mpi_collective_end", (op, self.world, root, sent, received)))
+                   ("mpi_collective_end", (op, self.comms[comm] if comm else self.world, root, sent, received)))
 
 
-def write_trace(folder, n, body):
+def write_trace(folder, n, body, comms=None):
     """An OTF2 archive in *folder* of *n* MPI ranks, rank r's calls made by body(rank
-    writer); returns the anchor file's path."""
+    writer), with MPI_COMM_WORLD and the communicators *comms* (name -> its ranks);
+    returns the anchor file's path."""
     with otf2.writer.open(str(folder), timer_resolution=TICKS_PER_S) as tr:
         d = tr.definitions
         node = d.system_tree_node("node")
@@ -88,6 +90,8 @@ def write_trace(folder, n, body):
                 members=locs)
         world = d.comm("MPI_COMM_WORLD", group=d.group("world", group_type=GroupType.COMM_GROUP,
                                                         paradigm=Paradigm.MPI, members=list(range(n))))
+        subs = {name: d.comm(name, group=d.group(name, group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
+                                                 members=ranks)) for name, ranks in (comms or {}).items()}
         regions = {}
 
         def region(name, role):
@@ -96,7 +100,7 @@ def write_trace(folder, n, body):
             return regions[name]
 
         for r in range(n):
-            body(RankWriter(tr.event_writer_from_location(locs[r]), r, world, region))
+            body(RankWriter(tr.event_writer_from_location(locs[r]), r, world, region, subs))
     return folder / "traces.otf2"
 
 
@@ -185,6 +189,23 @@ def test_allreduce_expands_by_the_jobs_algorithm(tmp_path):
     assert got["ops"][0]["iteration_ps"] == want["ops"][0]["iteration_ps"]
 
 
+def test_a_collective_on_a_communicator_of_some_ranks_runs_on_those(tmp_path):
+    # the even ranks' allreduce of 4 KiB (Score-P: 4 x 4 KiB sent) on their communicator
+    # is the allreduce of a job on the even hosts; the odd ranks have no part in it
+    def body(w):
+        if w.r % 2 == 0:
+            w.collective("MPI_Allreduce", CollectiveOp.ALLREDUCE, 4 * 4096, 4 * 4096, comm="even")
+    write_trace(tmp_path / "app", N, body, comms={"even": [0, 2, 4, 6]})
+    replayed = scenario(tmp_path, {"trace": "app/traces.otf2"})
+    raw = {"hosts": ["h0", "h2", "h4", "h6"], "ops": [{"type": "allreduce", "size": 4096}]}
+    alone = scenario_from_dict({"template": {"name": "fat_tree2", "radix": 8, "leaves": 2},
+                                "scenario": {"name": "replay", "duration": "2ms"},
+                                "defaults": {"link": {"propagation": "0ns"}, "hca": {"ack_every": 64}},
+                                "job": [dict({"name": "j"}, **raw)]})
+    assert steps(replayed)[1] == ["Step([], [], op=0, iteration=0, compute=0, first, last)"]
+    assert completion(replayed)["completion_ps"] == completion(alone)["completion_ps"]
+
+
 def test_compute_scale_scales_the_time_between_mpi_calls(tmp_path):
     # two ring exchanges 10 us of compute apart.  While the ranks compute the fabric is
     # idle (a 2-KiB message and its ACK take ~2.2 us < 5 us), so the run after the compute
@@ -213,3 +234,92 @@ def test_a_trace_of_fewer_ranks_runs_on_the_first_hosts(tmp_path):
     scn = scenario(tmp_path, {"trace": "app/traces.otf2"})
     assert scn.jobs[0].hosts == ["h0", "h1", "h2", "h3"]
     assert completion(scn)["ranks"] == 4
+
+
+# Bad input (issue 29 Deliver 5): one line naming the scenario file, the key, the trace
+# and the reason.
+
+def bad(tmp_path, job, hosts=N):
+    with pytest.raises(ScenarioError) as e:
+        scenario(tmp_path, job, hosts)
+    line = str(e.value)
+    assert "\n" not in line and line.startswith("replay.toml: job[0]."), line
+    return line
+
+
+def ring_of(n):
+    def body(w):
+        w.sendrecv((w.r + 1) % n, (w.r - 1) % n, 100)
+    return body
+
+
+def test_a_missing_trace_is_one_line(tmp_path):
+    line = bad(tmp_path, {"trace": "gone.otf2"})
+    assert line == "replay.toml: job[0].trace: %s: no such file" % (tmp_path / "gone.otf2")
+
+
+@pytest.mark.parametrize("name,content,reason", [
+    ("app.otf2", b"[scenario]\nname = 'x'\n", "not an OTF2 trace (no OTF2 anchor-file header)"),
+    ("app.otf2", b"", "not an OTF2 trace"),
+    ("app.txt", b"\x03BOTF2\x00", "its name must end in .otf2"),
+    ("app.otf2", b"\x03BOTF2\x00\x03\x02", "the OTF2 archive is incomplete: app.def and the folder app/"),
+])
+def test_a_file_that_is_not_otf2_is_one_line(tmp_path, name, content, reason):
+    (tmp_path / name).write_bytes(content)
+    assert reason in bad(tmp_path, {"trace": name})
+
+
+def test_a_broken_archive_is_one_line(tmp_path, capfd):
+    anchor = write_trace(tmp_path / "app", 2, ring_of(2))
+    (anchor.parent / "traces.def").write_bytes(b"garbage")
+    capfd.readouterr()
+    assert "trace: %s: not a readable OTF2 archive" % anchor in bad(tmp_path, {"trace": "app/traces.otf2"})
+    assert capfd.readouterr().err == ""         # the OTF2 library printed none of its own lines
+
+
+def test_a_trace_of_more_ranks_than_hosts_is_one_line(tmp_path):
+    write_trace(tmp_path / "app", 4, ring_of(4))
+    line = bad(tmp_path, {"trace": "app/traces.otf2"}, hosts=3)
+    assert line.endswith("traces.otf2: the trace has 4 ranks, more than the job's 3 hosts"), line
+
+
+def test_a_receive_no_send_matches_is_one_line(tmp_path):
+    # rank 1 receives twice from rank 0, which sends it one message
+    def body(w):
+        if w.r == 0:
+            w.sendrecv(1, 1, 64)
+        else:
+            w.compute(1)
+            w.sendrecv(0, 0, 64)
+            w.recv(0, 64)
+    write_trace(tmp_path / "app", 2, body)
+    line = bad(tmp_path, {"trace": "app/traces.otf2"})
+    assert line.endswith("rank 1's MpiRecv from rank 0 at 1.000 us: no send matches it "
+                         "(its receive #2 from rank 0; rank 0 sends it 1)"), line
+
+
+def test_a_collective_not_every_rank_makes_is_one_line(tmp_path):
+    def body(w):
+        if w.r:
+            w.collective("MPI_Barrier", CollectiveOp.BARRIER, 0, 0)
+    write_trace(tmp_path / "app", 3, body)
+    assert "rank 0 of MPI_COMM_WORLD never makes this collective" in bad(tmp_path, {"trace": "app/traces.otf2"})
+
+
+def test_a_collective_ibemu_does_not_expand_is_one_line(tmp_path):
+    def body(w):
+        w.collective("MPI_Reduce", CollectiveOp.REDUCE, 64, 64 if w.r == 0 else 0, 0)
+    write_trace(tmp_path / "app", 2, body)
+    assert "REDUCE is not replayed (ibemu expands ALLREDUCE" in bad(tmp_path, {"trace": "app/traces.otf2"})
+
+
+@pytest.mark.parametrize("job,key,reason", [
+    ({"trace": "a.otf2", "ops": [{"type": "barrier"}]}, "ops", "give only one of ops, trace"),
+    ({"ops": [{"type": "barrier"}], "compute_scale": 2}, "compute_scale", "only used with trace"),
+    ({"trace": "a.otf2", "compute_scale": -1}, "compute_scale", "between 0 and 1e6"),
+    ({"trace": "a.otf2", "algorithm": {"allreduce": "tree"}}, "algorithm.allreduce", "ring"),
+    ({"trace": "a.otf2", "algorithm": {"halo": "stencil"}}, "algorithm.halo", "unknown key"),
+])
+def test_bad_trace_keys_are_one_line(tmp_path, job, key, reason):
+    line = bad(tmp_path, job)
+    assert line.startswith("replay.toml: job[0].%s: " % key) and reason in line, line

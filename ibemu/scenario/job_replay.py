@@ -17,7 +17,8 @@ ranks run a trace as they run collectives.
   collective on a communicator is the same call on all its ranks (MPI's rule).
 - **Operations for the metrics:** each collective over all the job's ranks is an
   iteration of the operation named by its label (``allreduce/ring``); the point-to-point
-  records between two of them are an iteration of ``p2p`` (none where no rank has any).
+  records between two of them (and the collectives on fewer ranks) are an iteration of
+  ``p2p`` (none where no rank has any).
 """
 from __future__ import annotations
 

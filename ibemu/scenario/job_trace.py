@@ -16,11 +16,13 @@ bindings, the optional extra ``ibemu[traces]``) is imported only when a trace is
 - **Compute:** the time outside MPI: from leaving one MPI region (``Enter``/``Leave`` of a
   region of paradigm MPI, or named ``MPI_...``) to entering the next; records outside any
   MPI region count as a call of their own (``MpiCollectiveBegin`` enters, ``...End``
-  leaves).  Before a rank's first MPI call: from its first record.  Timer ticks become
+  leaves).  Before a rank's first MPI call: from the trace's first record (the ranks
+  start together, as after ``mpirun``).  Timer ticks become
   picoseconds by the trace's ``timer_resolution`` (ticks per second).
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 from dataclasses import dataclass, field
@@ -58,12 +60,39 @@ def read_trace(path: str) -> TraceRecords:
         otf2 = importlib.import_module("otf2")
     except ImportError:
         raise TraceError("reading OTF2 traces needs the otf2 package: pip install 'ibemu[traces]'") from None
-    lib_errors = (importlib.import_module("_otf2").Error, otf2.error.Error)
+    lib = importlib.import_module("_otf2")
+    quiet = _Quiet(lib)
     try:
         with otf2.reader.open(path) as reader:
             return _Reading(otf2, reader).run()
-    except lib_errors as e:
+    except (lib.Error, otf2.error.Error) as e:
         raise TraceError("not a readable OTF2 archive (%s)" % str(e).strip().splitlines()[0]) from None
+    finally:
+        quiet.restore()
+
+
+class _Quiet:
+    """The OTF2 library prints each error it meets to stderr (lines of its own before the
+    one line the user gets); its error callback (``OTF2_Error_RegisterCallback``)
+    replaced by one that only returns the code keeps it quiet while a trace is read."""
+
+    def __init__(self, lib: Any) -> None:
+        self.fn: Any = None
+        try:
+            handle = lib.Config.conf.lib
+            kind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64,
+                                    ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+            self.register = handle.OTF2_Error_RegisterCallback
+            self.register.restype = ctypes.c_void_p
+            self.register.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            self.fn = kind(lambda _data, _file, _line, _func, code, _fmt, _va: code)
+            self.before = self.register(ctypes.cast(self.fn, ctypes.c_void_p), None)
+        except (AttributeError, OSError, TypeError):
+            self.fn = None                  # another build of the bindings: its messages stay
+
+    def restore(self) -> None:
+        if self.fn is not None:
+            self.register(self.before, None)
 
 
 def _check_anchor(path: str) -> None:
@@ -109,7 +138,6 @@ class _Reading:
             self.comm_ranks[c._ref] = members
             self.out.comms[c._ref] = (str(c.name), members)
         self.t0: int | None = None
-        self.first: list[int | None] = [None] * n
         self.last_leave: list[int | None] = [None] * n
         self.depth = [0] * n
 
@@ -136,8 +164,6 @@ class _Reading:
             t = int(e.time)
             if self.t0 is None:
                 self.t0 = t
-            if self.first[r] is None:
-                self.first[r] = t
             if isinstance(e, ev.Enter) or isinstance(e, ev.Leave):
                 if self._is_mpi(e.region):
                     if isinstance(e, ev.Enter):
@@ -180,7 +206,7 @@ class _Reading:
         """Rank *r* enters MPI at tick *t*: the time since it left MPI was compute."""
         since = self.last_leave[r]
         if since is None:
-            since = self.first[r] if self.first[r] is not None else t
+            since = self.t0 if self.t0 is not None else t
         if t > since:
             self.out.items[r].append(("compute", (t - since) * PS_PER_S // self.res))
 
