@@ -129,14 +129,16 @@ class _Reading:
         self.rank_of = self._ranks(defs)
         n = len(set(self.rank_of.values()))
         self.out = TraceRecords(n, [[] for _ in range(n)])
+        self.comm_ids: dict[Any, int] = {}     # communicator definition -> its number here
         self.comm_ranks: dict[int, list[int]] = {}
         for c in defs.comms:
             grp = getattr(c, "group", None)
             if grp is None:
                 continue                        # an inter-communicator: its messages are not replayed
             members = [self.rank_of.get(m, -1) for m in grp.members]
-            self.comm_ranks[c._ref] = members
-            self.out.comms[c._ref] = (str(c.name), members)
+            cid = self.comm_ids[c] = len(self.comm_ids)
+            self.comm_ranks[cid] = members
+            self.out.comms[cid] = (str(c.name), members)
         self.t0: int | None = None
         self.last_leave: list[int | None] = [None] * n
         self.depth = [0] * n
@@ -218,12 +220,13 @@ class _Reading:
 
     def _comm(self, r: int, e: Any, kind: str, t: int) -> int | None:
         c = e.communicator
-        if c is None or c._ref not in self.comm_ranks:
+        cid = self.comm_ids.get(c) if c is not None else None
+        if cid is None:
             return None                         # an inter-communicator or no communicator
-        if self.comm_ranks[c._ref] and r not in self.comm_ranks[c._ref]:
+        if self.comm_ranks[cid] and r not in self.comm_ranks[cid]:
             raise TraceError("rank %d's %s at %s is on %s, which does not hold rank %d"
                              % (r, kind, self.us(t), c.name, r))
-        return int(c._ref)
+        return cid
 
     def _peer(self, r: int, e: Any, peer: int, kind: str, t: int) -> int:
         comm = self._comm(r, e, kind, t)
