@@ -107,7 +107,10 @@ JOBS = [[{"name": "a", "hosts": ["h1", "h2", "h3", "h4"], "op": "write", "sl": 1
          {"name": "d", "hosts": {"every": 2, "offset": 1, "count": 2}, "shared": True,
           "ops": [{"type": "allgather", "size": 64}]},
          {"name": "e", "hosts": {"random": 2, "seed": 3}, "shared": True,
-          "ops": [{"type": "reduce_scatter", "size": 64}]}]]
+          "ops": [{"type": "reduce_scatter", "size": 64}]}],
+        [{"name": "t", "hosts": {"first": 2}, "trace": "no-such-trace.otf2", "compute_scale": 0.5,
+          "algorithm": {"allreduce": "ring", "allgather": "ring", "reduce_scatter": "ring", "alltoall": "pairwise",
+                        "broadcast": "binomial", "barrier": "dissemination"}}]]
 
 
 def _norm(path: str) -> str:

@@ -214,7 +214,7 @@ JOBS = [
     K("job[].start", "time", "", "0ns", ">= 0", "when the ranks start"),
     K("job[].shared", "boolean", "", "false", "", "may share hosts with other jobs (each job concerned says so)"),
     K("job[].max_messages", "integer", "messages", "10000000", ">= 1", "guard on the messages the job sends"),
-    K("job[].ops", "array of tables", "", "required", "", "the operations the ranks run, in order"),
+    K("job[].ops", "array of tables", "", "required (or trace)", "", "the operations the ranks run, in order"),
     K("job[].ops[].type", "string", "", "required", "allreduce, allgather, reduce_scatter, alltoall, broadcast, "
       "barrier, halo, p2p", "the operation"),
     K("job[].ops[].algorithm", "string", "", "ring", "ring, recursive_doubling (allreduce)", "the algorithm"),
@@ -226,6 +226,16 @@ JOBS = [
     K("job[].ops[].grid", "array of integers", "ranks", "balanced", "product = ranks", "the halo's grid"),
     K("job[].ops[].messages", "array", "", "required (p2p)", "[src, dst] or [src, dst, size]",
       "the p2p messages between ranks"),
+    K("job[].trace", "string", "", "-", "an OTF2 anchor file (ibemu[traces])",
+      "an MPI trace the ranks replay instead of ops, relative to the scenario"),
+    K("job[].compute_scale", "number", "", "1", "0 .. 1e6", "times the trace's compute time between MPI calls"),
+    K("job[].algorithm", "table", "", "", "", "the algorithm of the trace's collectives, per kind"),
+    K("job[].algorithm.allreduce", "string", "", "ring", "ring, recursive_doubling", "MPI_Allreduce's algorithm"),
+    K("job[].algorithm.allgather", "string", "", "ring", "ring", "MPI_Allgather(v)'s algorithm"),
+    K("job[].algorithm.reduce_scatter", "string", "", "ring", "ring", "MPI_Reduce_scatter(_block)'s algorithm"),
+    K("job[].algorithm.alltoall", "string", "", "pairwise", "pairwise", "MPI_Alltoall(v)'s algorithm"),
+    K("job[].algorithm.broadcast", "string", "", "binomial", "binomial", "MPI_Bcast's algorithm"),
+    K("job[].algorithm.barrier", "string", "", "dissemination", "dissemination", "MPI_Barrier's algorithm"),
 ]
 
 
