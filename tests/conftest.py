@@ -49,23 +49,3 @@ def run_tshark(tshark: str) -> Callable[..., str]:
         return r.stdout
     return run
 
-
-# The suite runs in pytest-xdist workers (pyproject.toml addopts: CI's two cores, issue 28
-# and 30: the suite grew past CI's half hour on one).  A test module that runs the wall
-# clock, MPI or a live capture, opens sockets or binds a port range gets the xdist group
-# "serial": such modules run one after another in one worker, as they did before, and
-# never at the same time as each other (ports, network namespaces, output folders).
-_SERIAL = ('"wall"', "--clock", "run_wall", "socket", "mpiexec", "port_base", "fidelity", "netns",
-           "base_port", "18600", "Popen", "ibemu node")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    serial: dict[str, bool] = {}
-    for item in items:
-        path = str(item.path)
-        if path not in serial:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-            serial[path] = any(word in text for word in _SERIAL)
-        if serial[path]:
-            item.add_marker(pytest.mark.xdist_group("serial"))

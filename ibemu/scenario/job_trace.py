@@ -23,7 +23,6 @@ bindings, the optional extra ``ibemu[traces]``) is imported only when a trace is
 from __future__ import annotations
 
 import ctypes
-import importlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,10 +56,10 @@ def read_trace(path: str) -> TraceRecords:
     """The MPI records of the OTF2 archive whose anchor file is *path*."""
     _check_anchor(path)
     try:
-        otf2 = importlib.import_module("otf2")
+        import _otf2 as lib  # noqa: PLC0415  (the bindings' C library: its error type, its error callback)
+        import otf2  # noqa: PLC0415  (the optional extra, imported when a trace is read: 70 ms)
     except ImportError:
         raise TraceError("reading OTF2 traces needs the otf2 package: pip install 'ibemu[traces]'") from None
-    lib = importlib.import_module("_otf2")
     quiet = _Quiet(lib)
     try:
         with otf2.reader.open(path) as reader:
