@@ -3,10 +3,13 @@ flows) that the reference commit fa48aa0 can read as well: it predates the fat-t
 templates, the routing engines and ``[[traffic]]`` patterns (issue 15), so everything
 they produce is spelt out.
 
-    python benchmarks/data/make_fat_tree.py            # rewrites benchmarks/data/fat_tree32_perm.toml
-    python benchmarks/data/make_fat_tree.py --radix 16 --traffic shift --k 8 --duration 3ms
-                                                       # writes benchmarks/data/fat_tree128_shift.toml
-    python benchmarks/data/make_fat_tree.py --radix 16 --traffic permutation --out FILE
+    PYTHONPATH=. python benchmarks/data/make_fat_tree.py     # rewrites benchmarks/data/fat_tree32_perm.toml
+    PYTHONPATH=. python benchmarks/data/make_fat_tree.py --radix 16 --traffic shift --k 8 --duration 3ms
+                                                             # writes benchmarks/data/fat_tree128_shift.toml
+    PYTHONPATH=. python benchmarks/data/make_fat_tree.py --radix 16 --traffic permutation --out FILE
+
+(``PYTHONPATH=.`` from the repository's root: this tree's builders and routing, not an
+installed ibemu's.)
 
 The files:
 
