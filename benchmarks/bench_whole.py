@@ -21,7 +21,8 @@ The venvs live under ``--venvs`` (default ~/.cache/ibemu-bench), one folder per 
 benchmarks or the tests does not rebuild it), each with the
 interpreter's version in its name; a venv whose install finished is reused on the next
 run, a half-built one is built again.  A failed install is one line naming the venv and
-its log.
+its log; so is an install of the current tree that fell back to the pure-Python core
+(setup.py's reason quoted from the log; ``--allow-pure`` accepts it).
 
 Workloads (``--only``):
 
@@ -61,6 +62,7 @@ VARIANTS = ("ref", "current")
 # what `pip install .` reads (setup.py, pyproject.toml's readme and package-dir): copied and hashed
 INSTALL_INPUTS = ("ibemu/", "layers/", "scenarios/", "setup.py", "pyproject.toml", "README.md", "MANIFEST.in")
 DEFAULT_VENVS = Path("~/.cache/ibemu-bench").expanduser()
+COMPILED = "compiled (mypyc)"
 TITLE = {"seed003": "seed 003 Fig. 1, L=10 R=10, 100 ms",
          "fattree": "128-host fat tree (16 leaves x 8 hosts, 8 spines), explicit LFTs, shift by one leaf, 3 ms"}
 # the summary line of a run: "N events in X s wall (read a s, build b s, ...), compiled (mypyc) core";
@@ -127,7 +129,7 @@ def _install(venv: Path, src: Path, what: str) -> None:
     t0 = time.perf_counter()
     with open(log, "w") as out:
         for cmd in ([sys.executable, "-m", "venv", str(venv)],
-                    [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input", str(src)]):
+                    [str(venv / "bin" / "python"), "-m", "pip", "install", "-v", "--no-input", str(src)]):
             out.write("$ %s\n" % " ".join(cmd))
             out.flush()
             r = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -161,13 +163,17 @@ def ref_venv(commit: str, venvs: Path) -> Path:
     return folder
 
 
-def current_venv(venvs: Path, tree: Path = HERE) -> Path:
-    """``venvs/current-<hash>-pyXY``: a copy of the working tree (``src``) and its venv."""
+def current_venv(venvs: Path, tree: Path = HERE, allow_pure: bool = False) -> Path:
+    """``venvs/current-<hash>-pyXY``: a copy of the working tree (``src``) and its venv; a
+    BenchError when the install fell back to the pure-Python core, unless *allow_pure*."""
     files = tree_files(tree)
     digest = sources_hash(tree, files)
     folder = venvs / ("current-%s-%s" % (digest[:16], _pytag()))
     if _ready(folder):
         print("current tree: reusing %s (sources unchanged)" % folder, flush=True)
+        if not allow_pure and venv_core(folder) != COMPILED:
+            raise BenchError("the current tree's venv %s has a pure-Python core (installed with --allow-pure; "
+                             "remove the folder to build it again)" % folder)
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     src = folder / "src"
@@ -176,6 +182,13 @@ def current_venv(venvs: Path, tree: Path = HERE) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(tree / name, dest, follow_symlinks=False)   # ibemu/layers, ibemu/scenarios stay links
     _install(folder / "venv", src, "current tree (%d files, sources %s)" % (len(files), digest[:16]))
+    core = venv_core(folder)
+    if core != COMPILED and not allow_pure:
+        # setup.py says why it fell back to pure Python in a line "ibemu setup.py: ..." (pip -v shows it)
+        log = folder / "venv.install.log"
+        why = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if "ibemu setup.py:" in ln]
+        raise BenchError("the current tree installed with a %s core, not a compiled one: %s (log %s; "
+                         "--allow-pure to go on)" % (core, why[-1] if why else "setup.py gave no reason", log))
     (folder / "installed").write_text(digest + "\n")
     return folder
 
@@ -296,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ref", default=REF, help="reference commit (default %(default)s)")
     ap.add_argument("--venvs", type=Path, default=DEFAULT_VENVS, help="where the venvs are kept (%(default)s)")
     ap.add_argument("--install-only", action="store_true", help="build or check the two venvs, run nothing")
+    ap.add_argument("--allow-pure", action="store_true",
+                    help="go on when the current tree's install fell back to the pure-Python core")
     a = ap.parse_args(argv)
     if a.repeat < 1:
         ap.error("--repeat: at least 1")
@@ -306,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         if not FAT_TREE.exists() and "fattree" in workloads:
             raise BenchError("%s is missing (python benchmarks/data/make_fat_tree.py --radix 16 --traffic shift "
                              "--k 8 --duration 3ms writes it)" % FAT_TREE)
-        folders = {"ref": ref_venv(a.ref, venvs), "current": current_venv(venvs)}
+        folders = {"ref": ref_venv(a.ref, venvs), "current": current_venv(venvs, allow_pure=a.allow_pure)}
         cores = {v: venv_core(f) for v, f in folders.items()}
         for v, f in folders.items():
             print("%-8s %s: %s core" % (v, f, cores[v]), flush=True)
