@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print("bench_ns3.py: %s" % e, file=sys.stderr)
         return 1
+    except OSError as e:
+        print("bench_ns3.py: %s: %s" % (e.filename or "I/O", e.strerror or e), file=sys.stderr)
+        return 1
     print("\nload average at the end: %.2f %.2f %.2f" % os.getloadavg())
     return 0
 

@@ -376,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BenchError as e:
             print("bench_scale.py: %s" % e, file=sys.stderr)
             return 1
+        except OSError as e:
+            print("bench_scale.py: %s: %s" % (e.filename or "I/O", e.strerror or e), file=sys.stderr)
+            return 1
     if a.wall_hosts:
         for pattern in a.wall_traffic.split(","):
             ok = wall_part(a.wall_hosts, pattern, a.wall_ms, [float(x) for x in a.dilations.split(",")],

@@ -343,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print("bench_whole.py: %s" % e, file=sys.stderr)
         return 1
+    except OSError as e:
+        print("bench_whole.py: %s: %s" % (e.filename or "I/O", e.strerror or e), file=sys.stderr)
+        return 1
     print("\nload average at the end: %s" % _loadavg())
     return 0
 
