@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -157,9 +158,17 @@ def format_table(values: dict[str, dict[str, float]]) -> str:
     lines = ["| case | completion (µs) | slowdown | iteration p50 (µs) | iteration max (µs) | hot-spot group rate |",
              "|---|---:|---:|---:|---:|---:|"]
     for case, v in values.items():
-        lines.append("| %s | %.1f | %.3f | %.1f | %.1f | %.3f |" % (
-            case, v["completion_us"], v["slowdown"], v["iteration_p50_us"], v["iteration_max_us"], v["hotspot_rate"]))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            case, _cell(v["completion_us"], "%.1f", "not done"), _cell(v["slowdown"], "%.3f", "not done"),
+            _cell(v["iteration_p50_us"], "%.1f"), _cell(v["iteration_max_us"], "%.1f"),
+            _cell(v["hotspot_rate"], "%.3f")))
     return "\n".join(lines)
+
+
+def _cell(x: float, fmt: str, missing: str = "-") -> str:
+    """*x* formatted, or *missing* for NaN: a collective that did not complete within the
+    run has no completion time, and its slowdown is more than the run over its time alone."""
+    return missing if math.isnan(x) else fmt % x
 
 
 def _plot(values: dict[str, dict[str, float]], path: Path) -> None:
@@ -233,6 +242,6 @@ def main(out_dir: str | None, full: bool, cases: str | None, scenario: str | Non
     values = run_study(out, full=full, cases=chosen)
     print(format_table(values))
     for case, v in values.items():
-        print("%-6s collective slowdown %.3f" % (case, v["slowdown"]))
+        print("%-6s collective slowdown %s" % (case, _cell(v["slowdown"], "%.3f", "not done within the run")))
     print("table (interference.md, interference.json) and slowdown.png in %s/" % out)
     return 0
