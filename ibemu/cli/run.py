@@ -43,12 +43,9 @@ def run_notes(scn: Scenario) -> list[str]:
 def cmd_run(args) -> int:
     from ..run import print_summary, run_virtual
     from ..scenario import load_scenario
+    from ..scenario.overrides import run_overrides
     source = scenario_argument(args.scenario)
-    overrides = list(args.set or [])
-    if args.seed is not None:
-        overrides.append("scenario.seed=%d" % args.seed)
-    if args.duration is not None:
-        overrides.append('scenario.duration="%s"' % args.duration)
+    overrides = run_overrides(args.set, args.seed, args.duration)
     if getattr(args, "snaplen", None) is not None:     # issue 18: checked as the scenario key
         overrides.append("output.snaplen=%d" % args.snaplen)
     for key in ("loss", "duplicate", "reorder", "reorder_depth", "corrupt"):   # issue 8: all links

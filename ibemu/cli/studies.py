@@ -21,10 +21,9 @@ def cmd_sweep(args) -> int:
     the aggregate over seeds and a plot (ibemu/studies/sweep.py)."""
     from ..scenario import load_scenario
     from ..studies import sweep as S
+    from ..scenario.overrides import run_overrides
     source = str(scenario_argument(args.scenario))
-    common = list(args.set or [])
-    if args.duration is not None:
-        common.append('scenario.duration="%s"' % args.duration)
+    common = run_overrides(args.set, None, args.duration)     # (the seeds are the sweep's)
     if not args.grid and not args.zip and args.seeds < 2:
         raise UserError("nothing to sweep: give --grid KEY=V1,V2,..., --zip KEY=V1,V2,... or --seeds N")
     base = load_scenario(source, common)

@@ -172,13 +172,9 @@ def load_scenario_args(args: argparse.Namespace) -> Scenario:
         return read_scenario(args.scenario_json)
     if not args.scenario:
         raise UserError("node: a scenario file is required")
+    from ..scenario.overrides import run_overrides
     source = resolve_scenario(args.scenario)
-    overrides = list(args.set or [])
-    if args.seed is not None:
-        overrides.append("scenario.seed=%d" % args.seed)
-    if args.duration is not None:
-        overrides.append('scenario.duration="%s"' % args.duration)
-    return load_scenario(source, overrides)
+    return load_scenario(source, run_overrides(args.set, args.seed, args.duration))
 
 
 # ---------------------------------------------------------------- ibemu fidelity

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..validate import Checker, ScenarioError, join
 
-__all__ = ["apply_overrides"]
+__all__ = ["apply_overrides", "run_overrides"]
 
 _OVR_PART = re.compile(r"([A-Za-z0-9_\-]+)((?:\[[0-9]+\])*)")       # ASCII digits only
 
@@ -68,3 +68,14 @@ def apply_overrides(raw: dict[str, Any], overrides: Iterable[str], label: str = 
                 node = node[tok]
         ctx.overridden.append((path, text))
     return raw
+
+
+def run_overrides(sets: Iterable[str] | None, seed: int | None, duration: str | None) -> list[str]:
+    """The overrides of a command that runs a scenario: its ``--set`` strings, then
+    ``--seed`` and ``--duration`` as the scenario keys they stand for."""
+    out = list(sets or [])
+    if seed is not None:
+        out.append("scenario.seed=%d" % seed)
+    if duration is not None:
+        out.append('scenario.duration="%s"' % duration)
+    return out
