@@ -21,13 +21,13 @@ the hot spot at its full size.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..run import run_virtual
 from ..scenario import Scenario, scenario_from_dict
 from . import congestion_tree as tree
+from .outputs import write_table
 from .reproduction import REGRESSION, Check, Reproduction, RunCache
 
 __all__ = ["PATTERNS", "HOT_CASES", "ROUTINGS", "run_permutation", "run_hotspot", "run_study", "derived",
@@ -106,10 +106,7 @@ def run_study(out_dir: Path | None, full: bool) -> dict[str, dict[str, float]]:
         for routing in ROUTINGS:
             values["hot_%s:%s" % (case, routing)] = run_hotspot(case, routing, full)
     if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "adaptive.md").write_text(format_table(values) + "\n")
-        (out / "adaptive.json").write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
+        out = write_table(out_dir, "adaptive", format_table(values), values)
         _plot(values, out / "adaptive.png")
     return values
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import json
 import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
@@ -54,6 +53,7 @@ from ..run import RunResult, run_virtual
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.read import read_scenario_file
 from ..units import PS_PER_MS, PS_PER_S
+from .outputs import write_table
 from .reproduction import REGRESSION, TIE_ORDER, Check, Reproduction, RunCache
 
 __all__ = ["CASES", "BLOCKED", "CI_SIZE", "flow_paths", "roles", "load_raw", "case_scenario", "run_case",
@@ -329,10 +329,7 @@ def run_study(out_dir: Path | None, full: bool, scenario: str | Path | None = No
                               xmax=run.scenario.duration / PS_PER_MS,
                               quantity="share of time blocked (PortXmitWait), per sample interval")
     if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "tree.md").write_text(format_table(values) + "\n")
-        (out / "tree.json").write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
+        out = write_table(out_dir, "tree", format_table(values), values)
         keys = sorted({k for v in values.values() for k in v})
         with open(out / "tree.csv", "w", newline="") as fh:
             w = csv.writer(fh)

@@ -21,7 +21,6 @@ without congestion control; smaller with each scheme.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from importlib.resources import files
 from pathlib import Path
@@ -34,6 +33,7 @@ from ..scenario import scenario_from_dict
 from ..units import PS_PER_US
 from ..build import build_fabric
 from .congestion_tree import DCMS_TAU, HP, flow_paths
+from .outputs import write_table
 from .reproduction import Check, Reproduction, RunCache
 
 __all__ = ["CASES", "CI", "FULL", "JOB_START", "placement", "study_raw", "shared_links", "first_principles_ps",
@@ -145,10 +145,7 @@ def run_study(out_dir: Path | None, full: bool = False, cases: tuple[str, ...] =
         v["shared_links"] = shared
         v["first_principles_us"] = first_principles_ps(ranks, size["size"]) * size["iterations"] / PS_PER_US
     if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "interference.md").write_text(format_table(values) + "\n")
-        (out / "interference.json").write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
+        out = write_table(out_dir, "interference", format_table(values), values)
         _plot(values, out / "slowdown.png")
     return values
 
