@@ -55,38 +55,36 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
             wired[i, p] = p > 0
             if q in index:
                 peer_sw[i, p] = index[q]
-    lids = [(lid, dst) for dst, _ in cas for lid in sn.lids(dst)]
+    lids = [(lid, dst, index[sw]) for dst, sw in cas for lid in sn.lids(dst)]
     sources = np.zeros(len(sws), dtype=np.int32)                # CAs attached to each switch
     for _, sw in cas:
         sources[index[sw]] += 1
+    attached = list(dict.fromkeys(sw for _, sw in cas))         # the switches with CAs
     codes = []
     leaf_ports: dict[str, dict[int, set[str]]] = {}            # switch -> out port -> owners of LIDs
     for lo in range(0, len(lids), _CHUNK):
         part = lids[lo:lo + _CHUNK]
-        out = np.array([[lfts.get(s, {}).get(lid, 0) or 0 for lid, _ in part] for s in sws],
+        out = np.array([[lfts.get(s, {}).get(lid, 0) or 0 for lid, _, _ in part] for s in sws],
                        dtype=np.int64).reshape(len(sws), len(part))
         out[(out < 0) | (out >= width)] = 0
         rows = np.arange(len(sws))[:, None]
         out[~wired[rows, out]] = 0                              # no peer there: no channel
         nxt = np.where(out > 0, peer_sw[rows, out], -1)
         active = np.repeat(sources[:, None] > 0, len(part), axis=1)
-        for k, (_, dst) in enumerate(part):                     # the destination alone on its switch
-            att = sn.attached_switch(dst)
-            if att is not None and sources[index[att[0]]] == 1:
-                active[index[att[0]], k] = False
+        for k, (_, _, i) in enumerate(part):                    # the destination alone on its switch
+            if sources[i] == 1:
+                active[i, k] = False
         while True:                                             # follow the LFT chains
             u, c = np.nonzero(active & (nxt >= 0))
             v = nxt[u, c]
             fresh = ~active[v, c]
             if not fresh.any():
-                break
+                break                                           # (u, c, v: every hop of the chains)
             active[v[fresh], c[fresh]] = True
-        u, c = np.nonzero(active & (nxt >= 0))
-        v = nxt[u, c]
         keep = out[v, c] > 0
         first = u[keep] * width + out[u[keep], c[keep]]
         codes.append(first * (len(sws) * width) + v[keep] * width + out[v[keep], c[keep]])
-        for sw in dict.fromkeys(sw for _, sw in cas):
+        for sw in attached:
             i = index[sw]
             ports = leaf_ports.setdefault(sw, {})
             for k in np.nonzero(out[i] > 0)[0].tolist():
