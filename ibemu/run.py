@@ -163,29 +163,28 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
         bar.close()
     wall = time.perf_counter() - t0
     phases.times["run"] = wall
-    t_out = time.perf_counter()
-    counters = {name: dict(sorted(node.counters.items()))
-                for name, node in fabric.nodes.items() if node.counters}
-    counters.update(fault_counters(fabric.injectors))      # "link:<label>": lost, corrupted, ...
-    counters.update(reorder_counters(q for n in fabric.nodes.values() for q in getattr(n, "qps", {}).values()))
-    for node, values in counters.items():
-        for key, value in values.items():
-            metrics.counter(node, key, value)
-    t_from, t_to = window if window else (None, None)
-    summary = metrics.summary(t_from, t_to)
-    result = RunResult(scn, metrics, summary, engine.events, wall, counters, phases=phases)
-    with atomic_batch():                # the capture and the output folder: all committed, or none
-        if capture is not None:
-            capture.close()
-            engine.transmit = None      # the writer is closed: the engine may run on without it
-        if out_dir is not None:
-            out = Path(out_dir)
-            write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
-                                                    "pcap": Path(pcap).name if pcap else None,
-                                                    "lids": lids_of(fabric)},
-                          window=window)
-            result.out_dir = out
-    phases.times["outputs"] = time.perf_counter() - t_out
+    with phases.phase("outputs"):       # (shown while it lasts: 30 s at 11,664 hosts)
+        counters = {name: dict(sorted(node.counters.items()))
+                    for name, node in fabric.nodes.items() if node.counters}
+        counters.update(fault_counters(fabric.injectors))      # "link:<label>": lost, corrupted, ...
+        counters.update(reorder_counters(q for n in fabric.nodes.values() for q in getattr(n, "qps", {}).values()))
+        for node, values in counters.items():
+            for key, value in values.items():
+                metrics.counter(node, key, value)
+        t_from, t_to = window if window else (None, None)
+        summary = metrics.summary(t_from, t_to)
+        result = RunResult(scn, metrics, summary, engine.events, wall, counters, phases=phases)
+        with atomic_batch():                # the capture and the output folder: all committed, or none
+            if capture is not None:
+                capture.close()
+                engine.transmit = None      # the writer is closed: the engine may run on without it
+            if out_dir is not None:
+                out = Path(out_dir)
+                write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
+                                                        "pcap": Path(pcap).name if pcap else None,
+                                                        "lids": lids_of(fabric)},
+                              window=window)
+                result.out_dir = out
     if observers:
         context = RunContext(scn, engine, fabric, result)
         for observe in list(observers):
