@@ -60,7 +60,8 @@ def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float 
     raw = {"template": {"name": "fat_tree2", "radix": radix, "leaves": radix},
            "scenario": {"name": "adaptive_%s_%s" % (pattern, routing), "duration": size["duration"], "seed": 1},
            "routing": {"engine": "ftree", "adaptive": routing == "adaptive"},
-           "defaults": {"link": {"rate": "4x_sdr", "propagation": "10ns"}, "switch": {"buffer": "4 packets", "crossbar_speedup": speedup}},
+           "defaults": {"link": {"rate": "4x_sdr", "propagation": "10ns"},
+                        "switch": {"buffer": "4 packets", "crossbar_speedup": speedup}},
            "traffic": [traffic], "output": {"bin": "10us", "plots": False}}
     return scenario_from_dict(raw, label="adaptive study")
 
