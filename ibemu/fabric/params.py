@@ -49,6 +49,7 @@ class SwitchParams:
     bypass_limit: int = 4
     forwarding_delay: int = 40 * PS_PER_NS
     cut_through: bool = True
+    crossbar_speedup: float = 1.0           # crossbar input read rate / its link rate (1: seed 003's crossbar)
     data_vls: int = 1                       # VL0..VLn-1 carry data; VL15 is management
     sl2vl: list[int] | None = None          # SL -> VL for every port pair; None: SL mod data_vls
     vlarb: VLArbTable = field(default_factory=VLArbTable)

@@ -3,7 +3,10 @@
 - Input buffers per port per VL (credit capacity in 64-byte blocks).
 - A crossbar: an input sends one packet at a time, an output one at a time -- but a
   store-and-forward input faster than its outputs feeds several slower ones at once while
-  their rates add up to no more than its own (seed 002's testbed: S2 port 20 into 23, 24).
+  their rates add up to no more than its own (seed 002's testbed: S2 port 20 into 23, 24),
+  and with an internal speedup s (``crossbar_speedup``, default 1: none) an input reads
+  its buffer at s times its link rate and feeds several outputs at once while their
+  rates add up to no more than that (the read rules: :mod:`.xport`).
 - Per output port and VL a FIFO of the packets waiting for it, in arrival order; the head
   may be bypassed by a newer packet when the head's input is busy sending to another
   output, at most ``bypass_limit`` times (default 4) to prevent starvation.
@@ -32,7 +35,7 @@ from .credits import blocks_of
 from .mad_agent import MADAgent
 from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
-from .xport import Entry, XPort
+from .xport import SLOWER, SPEEDUP, WHOLE, Entry, XPort
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveRouting
@@ -72,7 +75,9 @@ class Switch(Node):
     def add_port(self, port: Port) -> None:
         self.ports[port.index] = port
         nvl = len(port.tx)                          # operational VLs of this link
-        x = XPort(port.index, port, nvl, self.params.port_vlarb.get(port.index, self.params.vlarb).arbiter(nvl))
+        p = self.params
+        rule = SPEEDUP if p.crossbar_speedup > 1 else WHOLE if p.cut_through else SLOWER
+        x = XPort(port.index, port, nvl, p.port_vlarb.get(port.index, p.vlarb).arbiter(nvl), rule, p.crossbar_speedup)
         self.xports[port.index] = x
         self._xlist = [self.xports[i] for i in self.ports]
         self.queues[port.index] = x.queues
@@ -224,7 +229,8 @@ class Switch(Node):
         head = q[0]
         if head.eligible > now:
             return None
-        if self._input_free(head.inp, now, rate):
+        xports = self.xports
+        if xports[head.inp].can_feed(now, rate):
             return 0
         if head.bypassed >= self.bypass_limit:
             return None
@@ -232,24 +238,9 @@ class Switch(Node):
             e = q[i]
             if e.eligible > now:
                 return None
-            if self._input_free(e.inp, now, rate):
+            if xports[e.inp].can_feed(now, rate):
                 return i
         return None
-
-    def _input_free(self, inp: int, now: int, rate: int) -> bool:
-        """Can input *inp* feed an output of *rate* now?  It must not be sending a packet
-        whole (``in_busy``); a store-and-forward input faster than the output reads at
-        its own rate, so it only needs that output's rate to be left of its own by the
-        slower outputs it feeds already; any other transfer needs it all."""
-        x = self.xports[inp]
-        if x.in_busy > now:
-            return False
-        used = x.in_share
-        if not self.cut_through and inp >= 0:
-            r_in = x.rate
-            if r_in > rate:
-                return used + rate <= r_in
-        return used == 0
 
     def _try_output(self, o: int, now: int) -> None:
         self._try_out(self.xports[o], now)
@@ -354,17 +345,7 @@ class Switch(Node):
         n = len(frame)
         end = now + port.tx_time(n)        # >= e.tail + forwarding delay (receive)
         port.busy_until = port.data_end = end
-        # store-and-forward: the whole packet is in the input buffer, which reads it out
-        # at its own link's rate -- a fast input (4X QDR) feeding a slower output spends
-        # only that output's rate of its own, and may feed other slower outputs at the
-        # same time (issue 13: holding it whole for its read time left S2:24 idle behind
-        # S2:23's packets on seed 002's testbed, throttling the victim X->Y)
-        xi = self.xports[e.inp]
-        if not self.cut_through and xi.rate > port.rate and e.inp >= 0:
-            e.share = port.rate             # a share of the input's read rate, until the end
-            xi.in_share += e.share
-        else:
-            xi.in_busy = end if end > e.tail else e.tail
+        self.xports[e.inp].feed(e, port.rate, end)     # the crossbar input's read rate (.xport)
         x.queued -= 1
         port.pc.transmitted(n, now)
         if e.vl != VL15:
@@ -384,8 +365,7 @@ class Switch(Node):
         """The packet's last byte left: free its input buffer space, return the credit
         upstream, and let every output that may have waited on that input try again."""
         xi = self.xports[e.inp]
-        if e.share:
-            xi.in_share -= e.share
+        xi.fed(e)
         if e.vl_in != VL15:
             inport = xi.port
             if inport is not None:

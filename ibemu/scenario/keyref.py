@@ -51,6 +51,8 @@ SWITCH = [
     K("bypass_limit", "integer", "packets", "4", ">= 0", "times a head packet may be bypassed (seed 003 §3)"),
     K("forwarding_delay", "time", "", "40ns", ">= 0", "head-in to head-out delay of a packet"),
     K("mode", "string", "", "cut-through", "cut-through, store-and-forward", "forwarding mode"),
+    K("crossbar_speedup", "number", "x link rate", "1 (none)", "1 .. 64",
+      "a crossbar input reads its buffer this much faster than its link, feeding several outputs at once"),
     K("data_vls", "integer", "VLs", "1", "1, 2, 4, 8, 15", "data virtual lanes of each port"),
     K("sl2vl", "array or table", "", "SL mod data_vls", "16 VLs < data_vls", "SL-to-VL table, or one per port"),
     K("vlarb", "table", "", "every VL low, weight 255", "", "VL arbitration: high, low, limit_of_high_priority"),

@@ -29,8 +29,9 @@ from .model import HCASpec, SwitchSpec
 __all__ = ["SWITCH_KEYS", "HCA_KEYS", "MTUS", "DATA_VLS", "switch_params", "hca_params", "vlarb_table",
            "pkey", "pkey_table", "NodeNames", "node_identity", "parse_hcas", "parse_switches", "switch_port_tables"]
 
-SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "data_vls", "sl2vl", "vlarb",
-               "enforce_pkeys", "pkeys")
+SWITCH_KEYS = ("buffer", "bypass_limit", "forwarding_delay", "mode", "crossbar_speedup", "data_vls", "sl2vl",
+               "vlarb", "enforce_pkeys", "pkeys")
+MAX_SPEEDUP = 64        # an input feeding every output of a radix-64 switch at once
 ADAPTIVE_KEYS = ("adaptive", "adaptive_policy", "adaptive_groups")    # [[switch]] only (issue 31)
 HCA_KEYS = ("mtu", "buffer", "ack_every", "data_vls", "vlarb", "ack_timeout", "retry_cnt", "max_outstanding",
             "pkeys")
@@ -116,6 +117,13 @@ def switch_params(ctx: Checker, items: Items, max_mtu: int) -> SwitchParams:
     if "mode" in items:
         v, path = items["mode"]
         p.cut_through = string(ctx, path, v, ("cut-through", "store-and-forward")) == "cut-through"
+    if "crossbar_speedup" in items:             # a crossbar input's read rate / its link rate (.fabric.xport)
+        v, path = items["crossbar_speedup"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ctx.err(path, "expected a number, got %s" % describe(v))
+        if not 1 <= v <= MAX_SPEEDUP:
+            raise ctx.err(path, "must be between 1 and %d (1: no speedup), got %s" % (MAX_SPEEDUP, v))
+        p.crossbar_speedup = float(v)
     p.data_vls = _data_vls(ctx, items)
     if "sl2vl" in items:                # one table for every port pair, or per port (seed 004)
         v, path = items["sl2vl"]
