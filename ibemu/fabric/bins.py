@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from mypy_extensions import mypyc_attr
 
 from ..units import PS_PER_S
-from .recorder import Recorder
+from .recorder import LinkSink, Recorder
 
-__all__ = ["BinnedRecorder", "LinkSeries", "FlowTxSeries", "FlowRxSeries"]
+__all__ = ["BinnedRecorder", "LinkBins", "LinkSeries", "FlowTxSeries", "FlowRxSeries"]
 
 _ZERO = (0,)
 LinkSeries = tuple["array[int]", "array[int]", "array[int]"]                   # all bytes, data bytes, data packets
@@ -69,6 +69,13 @@ class BinnedRecorder(Recorder):
         if data:
             s[1][i] += nbytes
             s[2][i] += 1
+
+    def link_sink(self, link: str) -> LinkSink:
+        """The link's series as a native sink (:class:`LinkBins`): a port's frames go
+        straight into them, with no call by name and no lookup of the link."""
+        if link not in self._links:
+            self._new_link(link)
+        return LinkBins(self, link)
 
     def _link_split(self, link: str, t: int, end: int, nbytes: int, data: bool) -> None:
         """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
@@ -151,3 +158,40 @@ class BinnedRecorder(Recorder):
         if i >= self._n:                       # an event after the run's end: all series grow
             self._n = i + 1
             self._extend_all()
+
+
+class LinkBins(LinkSink):
+    """:meth:`BinnedRecorder.link_tx` of one link, for the frames that fall inside one bin
+    of the run (nearly all): the same counts, with the link's series, its rate and the
+    bin held here.  Any other frame -- across a bin edge, or outside the bins this sink
+    knows -- takes :meth:`BinnedRecorder.link_tx` itself."""
+
+    def __init__(self, owner: BinnedRecorder, label: str) -> None:
+        self.owner = owner
+        self.label = label
+        self.bin = owner.bin
+        self.n = owner._n                   # the series grow in place; later bins: link_tx
+        self.cap = owner.link_capacity.get(label, 0)
+        self.ps_per_s = PS_PER_S
+        # ps per byte where a byte takes a whole number of ps: then the frame's time is a
+        # multiplication, equal to link_tx's rounded-up division
+        self.ps_per_byte = PS_PER_S // self.cap if self.cap > 0 and PS_PER_S % self.cap == 0 else 0
+        self.all, self.data_bytes, self.data_pkts = owner._links[label]
+
+    def tx(self, t: int, nbytes: int, data: bool) -> None:
+        b = self.bin
+        i = t // b
+        k = self.ps_per_byte
+        if k:
+            end = t + nbytes * k
+        elif self.cap:
+            end = t - (-nbytes * self.ps_per_s // self.cap)
+        else:
+            end = t
+        if i < 0 or i >= self.n or end > (i + 1) * b:
+            self.owner.link_tx(self.label, t, nbytes, data)
+            return
+        self.all[i] += nbytes
+        if data:
+            self.data_bytes[i] += nbytes
+            self.data_pkts[i] += 1

@@ -241,7 +241,7 @@ class HCA(Node):
         if vl != VL15:
             port.tx[vl].sent(blocks_of(n))
         self.outbox.append((port.index, frame, False, now))
-        self.recorder.link_tx(port.label, now, n, data)
+        self.record_tx(port, now, n, data)
         self.at_kind(end, T_TX_DONE)
 
     def link_free(self, port: Port, now: int) -> None:

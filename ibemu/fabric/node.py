@@ -21,7 +21,7 @@ from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
 from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
 from .counters import PortCounters
 from .credits import CreditRx, CreditTx
-from .recorder import Recorder
+from .recorder import LinkSink, Recorder
 
 if TYPE_CHECKING:
     from .hooks import CCAttributes
@@ -81,7 +81,7 @@ class Port:
     """One end of a link: transmit serializer, per-VL credits in both directions."""
     __slots__ = ("index", "rate", "propagation", "busy_until", "tx", "rx", "label",
                  "connected", "last_fcp", "fc_period", "pc", "data_end", "fcp_pending", "wake_at", "fcp_time",
-                 "ps_per_byte")
+                 "ps_per_byte", "sink", "sink_rec")
 
     def __init__(self, index: int, rate: int, propagation: int, data_vls: int,
                  capacity_blocks: int | list[int], label: str, fc_period: int, fcp_on_wire: bool = True):
@@ -104,6 +104,8 @@ class Port:
         self.fcp_pending: dict[int, int] = {}   # VL -> op of a flow-control packet waiting for the link
         self.wake_at = -1                   # pending link-free wake (Node.link_blocked)
         self.fcp_time = self.tx_time(LINK_LEN) if fcp_on_wire else 0   # 0: ideal, no link time
+        self.sink: LinkSink | None = None   # where its frames are reported (Node.record_tx)
+        self.sink_rec: Recorder | None = None   # ... the recorder that made it
 
     def tx_time(self, nbytes: int) -> int:
         """Serialisation time in ps (rounded up)."""
@@ -216,11 +218,22 @@ class Node(SimNode):
         vl = next(iter(port.fcp_pending))
         self._emit_fcp(port, vl, port.fcp_pending.pop(vl), now)
         port.busy_until = now + port.fcp_time
-        self.recorder.link_tx(port.label, now, LINK_LEN, False)
+        self.record_tx(port, now, LINK_LEN, False)
 
     def _emit_fcp(self, port: Port, vl: int, op: int, now: int) -> None:
         port.last_fcp[vl] = now
         self.outbox.append((port.index, build_link(op, port.tx[vl].fctbs, vl, port.rx[vl].fccl()), True, now))
+
+    def record_tx(self, port: Port, now: int, nbytes: int, data: bool) -> None:
+        """Report a frame of *nbytes* that starts on *port* at *now* to the recorder
+        (:meth:`Recorder.link_tx`), through the port's sink, made again when the node's
+        recorder changed (:meth:`ibemu.fabric.network.Network.set_recorder`)."""
+        rec = self.recorder
+        sink = port.sink
+        if sink is None or port.sink_rec is not rec:
+            sink = port.sink = rec.link_sink(port.label)
+            port.sink_rec = rec
+        sink.tx(now, nbytes, data)
 
     def link_blocked(self, port: Port, now: int, want: bool) -> bool:
         """Whether the link of *port* is taken at *now*, so no packet may start.

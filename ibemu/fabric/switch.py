@@ -355,7 +355,7 @@ class Switch(Node):
         if self.marker is not None:
             self.marker.on_transmit(self, e, now)
         self.outbox.append((o, frame, False, now))
-        self.recorder.link_tx(port.label, now, n, e.data)
+        self.record_tx(port, now, n, e.data)
         self.at_kind(end, T_COMPLETE, e)
 
     def link_free(self, port: Port, now: int) -> None:
