@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from .plot_layout import FRACTION_TICK, LOG_TICK, Margins
 from .scenario.model import Scenario
 from .units import PS_PER_MS
 
@@ -71,7 +72,7 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
         """Curves over time, the legend outside the axes on the right (one entry per
         curve, with its mean over the run when *mean_in_legend*); colours C0..C9 and a
         line style per ten curves, so that equal curves stay told apart."""
-        fig = Figure(figsize=(9.6, 4.8), dpi=110, layout="constrained")
+        fig = Figure(figsize=(9.6, 4.8), dpi=110)
         ax = fig.add_subplot()
         for k, (label, y) in enumerate(lines):
             if mean_in_legend:
@@ -84,8 +85,14 @@ def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
+        m = Margins(fig)
+        right = m.width(["%g" % xmax], m.rc["xtick.labelsize"]) / 2      # the last time label's half
         if lines and len(lines) <= 16:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
+            legend = ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
+            right = legend.get_window_extent(m.renderer).width / m.px_per_pt + 0.01 * fig.get_figwidth() * 72
+        m.adjust(left=m.tick_space("y", m.width([FRACTION_TICK], m.rc["ytick.labelsize"])) + m.axis_label(),
+                 right=right, bottom=m.tick_space("x", m.height(m.rc["xtick.labelsize"])) + m.axis_label(),
+                 top=m.title())
         return fig
 
     win_ms = (scenario.output.window or metrics.window) / PS_PER_MS
@@ -188,13 +195,17 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
         ticks.append(row + len(labels) / 2)
         names.append("%s (%d)" % (lev, len(labels)))
         row += len(labels)
+    m = Margins(fig)
+    row_labels, row_size, level_labels = names, "small", []     # the levels on the left, else the links
     if len(order) <= HEATMAP_ROW_LABELS:     # every link named; the levels (if several) on the right
+        row_labels, row_size = order, 7 if len(order) > 24 else "small"
         ax.set_yticks([i + 0.5 for i in range(len(order))])
-        ax.set_yticklabels(order, fontsize=7 if len(order) > 24 else "small")
+        ax.set_yticklabels(order, fontsize=row_size)
         if len(blocks) > 1:
-            right = ax.secondary_yaxis("right")
-            right.set_yticks(ticks)
-            right.set_yticklabels(names, fontsize="small")
+            side = ax.secondary_yaxis("right")
+            side.set_yticks(ticks)
+            side.set_yticklabels(names, fontsize="small")
+            level_labels = names
         ax.set_ylabel("directed link" + (" (by fabric level)" if len(blocks) > 1 else ""))
     else:
         ax.set_yticks(ticks)
@@ -204,8 +215,14 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
     ax.set_title(title)
     label = quantity
     label += ", %g ms window)" % window_ms if window_ms else ")"
-    fig.colorbar(img, ax=ax, label=label)
-    fig.tight_layout()
+    left = m.tick_space("y", m.width(row_labels, row_size)) + m.axis_label()
+    right = m.tick_space("y", m.width([FRACTION_TICK], m.rc["ytick.labelsize"])) + m.axis_label()   # the colour bar's
+    # the bar's pad (a fraction of the heatmap's width): 0.05, or more for the levels' names between the two
+    between = m.tick_space("y", m.width(level_labels, "small")) + 6.0 if level_labels else 0.0
+    pad = max(0.05, between / max(fig.get_figwidth() * 72 - left - right, 1.0))
+    fig.colorbar(img, ax=ax, label=label, pad=pad)
+    m.adjust(left=left, right=right, bottom=m.tick_space("x", m.height(m.rc["xtick.labelsize"])) + m.axis_label(),
+             top=m.title())
     fig.savefig(path, metadata={"Software": None})
     return grid
 
@@ -321,6 +338,7 @@ def plot_latency(metrics: Metrics, scenario: Scenario, out: Path) -> None:
     if not panels[0][1]:
         return
     fig = Figure(figsize=(8, 3.6 * len(panels) + 0.4), dpi=110)
+    logs = []
     for k, (xlabel, curves) in enumerate(panels):
         ax = fig.add_subplot(len(panels), 1, k + 1)
         lo = min(float(x[0]) for _, x in curves)
@@ -329,7 +347,8 @@ def plot_latency(metrics: Metrics, scenario: Scenario, out: Path) -> None:
             y = np.arange(1, len(x) + 1) / len(x)
             ax.step(np.concatenate(([x[0]], x)), np.concatenate(([0.0], y)), where="post",
                     color="C%d" % (j % 10), label="%s (%d)" % (label, len(x)), linewidth=1.3)
-        if lo > 0 and hi / lo > 20:
+        logs.append(lo > 0 and hi / lo > 20)
+        if logs[-1]:
             ax.set_xscale("log")
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(xlabel)
@@ -337,5 +356,11 @@ def plot_latency(metrics: Metrics, scenario: Scenario, out: Path) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right", fontsize="small")
     fig.suptitle(scenario.name + " - latency CDF")
-    fig.tight_layout()
+    m = Margins(fig)
+    size = m.rc["xtick.labelsize"]
+    ticks = max(m.height(size, LOG_TICK if log else "0") for log in logs)
+    bottom = m.tick_space("x", ticks) + m.axis_label()
+    m.adjust(left=m.tick_space("y", m.width([FRACTION_TICK], m.rc["ytick.labelsize"])) + m.axis_label(),
+             right=m.width(["10000.0"], size) / 2, bottom=bottom, top=m.suptitle(), gap=bottom + 8.0,
+             rows=len(panels))
     fig.savefig(out / "latency.png", metadata={"Software": None})
