@@ -35,8 +35,9 @@ class Margins:
         from matplotlib.font_manager import FontProperties
 
         self.fig = fig
-        self.rc = matplotlib.rcParams
-        self.renderer = FigureCanvasAgg(fig).get_renderer()
+        self.rc: Any = matplotlib.rcParams          # read by name ("ytick.major.size", ...)
+        canvas: Any = FigureCanvasAgg(fig)
+        self.renderer = canvas.get_renderer()
         self._font = FontProperties
         self.px_per_pt = fig.dpi / 72.0
 

@@ -198,7 +198,8 @@ def plot_link_heatmap(times: np.ndarray, series: Mapping[str, np.ndarray], level
         names.append("%s (%d)" % (lev, len(labels)))
         row += len(labels)
     m = Margins(fig)
-    row_labels, row_size, level_labels = names, "small", []     # the levels on the left, else the links
+    row_labels, level_labels = names, []        # the levels on the left, else the links
+    row_size: int | str = "small"
     if len(order) <= HEATMAP_ROW_LABELS:     # every link named; the levels (if several) on the right
         row_labels, row_size = order, 7 if len(order) > 24 else "small"
         ax.set_yticks([i + 0.5 for i in range(len(order))])
