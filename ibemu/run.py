@@ -183,7 +183,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
                 write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
                                                         "pcap": Path(pcap).name if pcap else None,
                                                         "lids": lids_of(fabric)},
-                              window=window)
+                              window=window, summary=summary)
                 result.out_dir = out
     if observers:
         context = RunContext(scn, engine, fabric, result)

@@ -73,13 +73,22 @@ def _fmt(x: float) -> str:
     return "" if not math.isfinite(x) else "%.6g" % x
 
 
+def _fmt_column(values: np.ndarray) -> list[str]:
+    """:func:`_fmt` of every value, a column at a time (Python floats, not numpy scalars)."""
+    x = np.asarray(values, dtype=np.float64)
+    out = ["%.6g" % v for v in x.tolist()]
+    for i in np.flatnonzero(~np.isfinite(x)).tolist():
+        out[i] = ""
+    return out
+
+
 def _write_csv(path: Path, times_ms: np.ndarray, columns: Sequence[tuple[str, np.ndarray]]) -> None:
     """A time series CSV: ``time_ms`` then one column per (name, values)."""
+    times = ["%.9g" % t for t in np.asarray(times_ms, dtype=np.float64).tolist()]
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["time_ms"] + [name for name, _ in columns])
-        for i, t in enumerate(times_ms):
-            w.writerow(["%.9g" % t] + [_fmt(col[i]) for _, col in columns])
+        w.writerows(zip(times, *[_fmt_column(col)[:len(times)] for _, col in columns], strict=True))
 
 
 def _write_port_series(metrics: Metrics, path: Path) -> None:
@@ -92,8 +101,8 @@ def _write_port_series(metrics: Metrics, path: Path) -> None:
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["time_ms"] + [c for c, _ in cols])
-        for i, t in enumerate(metrics.port_times):
-            w.writerow(["%.9g" % (t / PS_PER_MS)] + [v[i] for _, v in cols])
+        times = ["%.9g" % (t / PS_PER_MS) for t in metrics.port_times]
+        w.writerows(zip(times, *[v[:len(times)] for _, v in cols], strict=True))
 
 
 LATENCY_COLUMNS = ("name", "kind", "group", "messages_started", "messages", "p50_us", "p99_us", "max_us",
@@ -235,7 +244,7 @@ def _write_plots(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndar
 
 def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
                   extra: dict[str, Any] | None = None, *,
-                  window: tuple[int, int] | None = None) -> dict[str, Any]:
+                  window: tuple[int, int] | None = None, summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write the run's output folder; returns what went into results.json.
 
     results.json: scenario name/seed/duration, ``summary`` (over [window] too when given),
@@ -246,17 +255,19 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     flow_table.csv / link_table.csv: one row per flow / link (group, level, rates).
     latency.csv: message latency and completion time per flow and group.
     throughput.png / links.png / latency.png when ``scenario.output.plots``.
+    *summary*: ``metrics.summary`` over *window* when the caller has it already.
     """
     out = prepare_dir(out_dir)
+    if summary is None:
+        summary = metrics.summary(*window) if window else metrics.summary()
     with atomic_batch():            # all the files, or none (the earlier ones stay)
-        results = _write_all(metrics, scenario, out, extra, window)
+        results = _write_all(metrics, scenario, out, extra, summary)
     return results
 
 
 def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-               window: tuple[int, int] | None) -> dict[str, Any]:
+               summary: dict[str, Any]) -> dict[str, Any]:
     win_ps = scenario.output.window or metrics.window
-    summary = metrics.summary(*window) if window else metrics.summary()
     results: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed,
                                "duration_ps": scenario.duration,
                                "duration_ms": scenario.duration / PS_PER_MS, "source": scenario.source,
