@@ -224,7 +224,8 @@ class ExactDriver:
         self.loop.now_ps = self.loop.duration
 
     def stats(self) -> dict[str, Any]:
-        return {"sync": "exact", "transport": type(self.transport).__name__, "rounds": self.round, "windows_run": self.windows_run,
+        return {"sync": "exact", "transport": type(self.transport).__name__, "rounds": self.round,
+                "windows_run": self.windows_run,
                 "wait_peers_s": self.wait_peers_s, "pace_wait_s": self.pace_wait_s, "events_s": self.run_s,
                 "stray_messages": sum(ln.strays for ln in self.inbound),
                 "limit_end": None if self.limit[0] >= INF else self.limit[0]}
