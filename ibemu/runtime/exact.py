@@ -61,6 +61,8 @@ class ExactDriver:
         self.windows_run = 0            # rounds whose window ran at least one event
         self._fds = [ps.sock.fileno() for ps in self.remote]
         self._yielded = 0.0
+        self._yielded_pc = 0.0          # the same, on perf_counter (the window's clock)
+        self._trio_off = 0.0            # trio's clock less perf_counter (window)
 
     # ------------------------------------------------------------------ waiting
     async def _turn(self) -> None:
@@ -129,7 +131,10 @@ class ExactDriver:
 
     async def window(self) -> None:
         """Run every event before the limit and the end, each no earlier than its time
-        on the wall clock (the module text); port-counter samples as the loop takes them."""
+        on the wall clock (the module text); port-counter samples as the loop takes them.
+        One clock read before and one after each run of the scheduler: the pace, the
+        time in events and the trio turns all use ``perf_counter`` (trio's clock is it
+        plus an offset, :attr:`_trio_off`)."""
         loop = self.loop
         sched = self.sched
         heap = sched.heap
@@ -139,6 +144,9 @@ class ExactDriver:
             lt, ls = end, 0
         sched.unclip()
         ran = False
+        clock = time.perf_counter
+        off = self._trio_off - loop.t0              # perf_counter + off: wall s since emulated 0
+        rate = loop.ps_per_wall
         while heap:
             if sched.clip_time < lt or (sched.clip_time == lt and sched.clip_seq < ls):
                 lt, ls = sched.clip_time, sched.clip_seq     # a frame left for another process
@@ -146,31 +154,39 @@ class ExactDriver:
             t = top.time
             if t > lt or (t == lt and top.seq >= ls):
                 break
-            E = loop.emulated_now()
+            now = clock()
+            E = int((now + off) * rate)
             if t > E:
                 await self._pace(t)
-                E = loop.emulated_now()
-            ut, us = (lt, ls) if lt <= E else (E + 1, 0)
+                now = clock()
+                E = int((now + off) * rate)
+            if lt <= E:
+                ut, us = lt, ls
+            else:
+                ut, us = E + 1, 0
             ns = loop.next_sample
             if ns < ut or (ns == ut and us > 0):
                 ut, us = ns, 0
-            t_run = time.perf_counter()
             sched.run(ut, until_seq=us)
-            self.run_s += time.perf_counter() - t_run
+            after = clock()
+            self.run_s += after - now
             ran = True
             # samples at T once every event before T ran and none can still come: the
             # heap's next and every promise are at or after T
-            bound = min(heap[0].time if heap else INF, lt)
-            if loop.next_sample <= bound:
-                loop.sample_upto(bound)
-            if time.monotonic() - self._yielded >= YIELD:
-                await self._turn()
+            if loop.next_sample <= lt:
+                bound = heap[0].time if heap and heap[0].time < lt else lt
+                if loop.next_sample <= bound:
+                    loop.sample_upto(bound)
+            if after - self._yielded_pc >= YIELD:
+                self._yielded_pc = after
+                await trio.lowlevel.checkpoint()
         if loop.next_sample <= lt:
             loop.sample_upto(lt)
-        self.windows_run += ran
-        if (lt, ls) > (sched.floor_time, sched.floor_seq):
+        if ran:
+            self.windows_run += 1
+        if lt > sched.floor_time or (lt == sched.floor_time and ls > sched.floor_seq):
             sched.floor_time, sched.floor_seq = lt, ls      # every event before it has run
-        loop.now_ps = min(lt, end)
+        loop.now_ps = lt if lt < end else end
 
     async def _pace(self, t: int) -> None:
         """Wait until the wall clock reaches emulated *t* (``pace_wait_s``)."""
@@ -190,6 +206,8 @@ class ExactDriver:
     async def run(self) -> None:
         """Round 0 (the frames the nodes sent at start), then rounds until the end."""
         self._yielded = time.monotonic()
+        self._yielded_pc = time.perf_counter()
+        self._trio_off = trio.current_time() - self._yielded_pc
         done = await self.phases()
         sched = self.sched
         while not done:
@@ -206,7 +224,8 @@ class ExactDriver:
         self.loop.now_ps = self.loop.duration
 
     def stats(self) -> dict[str, Any]:
-        return {"sync": "exact", "rounds": self.round, "windows_run": self.windows_run,
+        return {"sync": "exact", "transport": type(self.transport).__name__, "rounds": self.round,
+                "windows_run": self.windows_run,
                 "wait_peers_s": self.wait_peers_s, "pace_wait_s": self.pace_wait_s, "events_s": self.run_s,
                 "stray_messages": sum(ln.strays for ln in self.inbound),
                 "limit_end": None if self.limit[0] >= INF else self.limit[0]}

@@ -121,9 +121,10 @@ class NodeLoop:
         if sync == "exact":
             if sync_file is not None:
                 order = {(n.name, p): i for i, (n, p) in enumerate(wiring)}
+                buf = bytearray(65536)
                 transport: Any = ShmSync(sync_file, self.io.sockets, lambda name, port: order[(name, port)],
                                          wiring, [n.name for n in sched.nodes], self.io.poll_remote,
-                                         self.duration)
+                                         self.duration, take=lambda ps: self.io.drain(ps, buf))
             else:
                 transport = NetSync(self.io, workers)
             self.driver = ExactDriver(self, transport)

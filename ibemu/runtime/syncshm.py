@@ -70,11 +70,12 @@ class ShmSync:
     record number from its sending port's ``(node name, port)``; *wiring*: the fabric's
     ``(node, port) -> (peer, peer_port, propagation)``; *mine*: this worker's node
     names; *drain*: reads the cut links' sockets (frames still come as datagrams);
-    *duration*: the end of the run (ps)."""
+    *duration*: the end of the run (ps); *take*: reads one cut link's socket (the
+    frames it counted were sent before, so they are there: no poll of every socket)."""
 
     def __init__(self, path: str | Path, sockets: Sequence[PortSocket], index: Callable[[str, int], int],
                  wiring: Mapping[Any, Any], mine: Sequence[str], drain: Callable[[], None],
-                 duration: int) -> None:
+                 duration: int, take: Callable[[PortSocket], object] | None = None) -> None:
         meta = json.loads(Path(str(path) + ".json").read_text())
         groups: list[list[str]] = meta["groups"]
         owner = {n: i for i, g in enumerate(groups) for n in g}
@@ -106,6 +107,9 @@ class ShmSync:
         self._others = [k for k in range(w) if k != self.me]
         self._out_words = [(ps, off >> 3, dest) for ps, off, dest in self.out_at]
         self._in_words = [(ps, off >> 3) for ps, off in self.in_at]
+        self.take = take
+        self._sent = [FOREVER] * (2 * w)                # (M_time, M_seq) per destination, per round
+        self._lay = (self._layout(0), self._layout(1))
 
     def inbound(self, ps: Any) -> InLink:
         return self.links[ps]
@@ -113,14 +117,24 @@ class ShmSync:
     def poll(self) -> None:
         self.drain()
 
-    def _at(self, k: int, rnd: int) -> int:
-        """The word where worker *k*'s record of round *rnd* starts (the module text: two)."""
-        return (self._wbase + self._rec * k + (self._rec // 2) * (rnd & 1)) >> 3
+    def _layout(self, parity: int) -> tuple[int, list[int], list[tuple[int, int, int, list[int]]], list[int]]:
+        """The words of the rounds of *parity* (even, odd): this worker's record, the
+        others' round words, per worker k that can reach this one its key's word, its
+        path (props, hops) and the words of the frames in flight to it, and every time
+        word the stop rule reads (precomputed: a round then reads words, no arithmetic)."""
+        w = self.workers
+        starts = [(self._wbase + self._rec * k + (self._rec // 2) * parity) >> 3 for k in range(w)]
+        reach = [(starts[k] + 1, props, hops, [starts[i] + 3 + 2 * k for i in range(w)])
+                 for k, (props, hops) in self.to_me]
+        times = [starts[k] + 1 for k in range(w)] + [starts[i] + 3 + 2 * k for i in range(w) for k in range(w)]
+        return starts[self.me], [starts[k] for k in self._others], reach, times
 
     async def exchange(self, driver: Any, rnd: int) -> tuple[tuple[int, int], bool]:
         words = self._words
-        w = self.workers
-        sent = [FOREVER] * (2 * w)                      # (M_time, M_seq) per destination
+        mine, others, reach, times = self._lay[rnd & 1]
+        sent = self._sent
+        for i in range(len(sent)):
+            sent[i] = FOREVER
         for ps, word, dest in self._out_words:
             words[word] = ps.frames_sent()
             mt = ps.win_t
@@ -131,54 +145,55 @@ class ShmSync:
                     sent[i + 1] = ps.win_s
                 ps.win_t = INF
                 ps.win_s = 0
-        ht, hs = driver.sched.next_key()
-        at = self._at(self.me, rnd)
-        words[at + 1] = FOREVER if ht >= INF else ht
-        words[at + 2] = 0 if ht >= INF else hs
+        heap = driver.sched.heap
+        if heap:
+            top = heap[0]
+            words[mine + 1] = top.time
+            words[mine + 2] = top.seq
+        else:
+            words[mine + 1] = FOREVER
+            words[mine + 2] = 0
+        at = mine + 3
         for i, v in enumerate(sent):
-            words[at + 3 + i] = 0 if v == FOREVER and i & 1 else v
+            words[at + i] = 0 if v == FOREVER and i & 1 else v
         target = rnd + 1
-        words[at] = target                              # the round last (the module text)
-        starts = [self._at(k, rnd) for k in range(w)]
-        for k in self._others:                          # the barrier: a spin on each round word
-            o = starts[k]
+        words[mine] = target                            # the round last (the module text)
+        for o in others:                                # the barrier: a spin on each round word
             if words[o] != target:
                 for _ in range(SPIN):
                     if words[o] == target:
                         break
                 else:
                     await driver.wait(lambda o=o: words[o] == target, "key", None)
-        limit: tuple[int, int] = (INF, 0)
-        done = True
-        duration = self.duration
-        for k, (props, hops) in self.to_me:             # the workers whose frames can reach this one
-            nt, ns = words[starts[k] + 1], words[starts[k] + 2]
-            for i in range(w):                          # ... and the frames in flight to them
-                s = starts[i] + 3 + 2 * k
+        lt, ls = INF, 0
+        for hw, props, hops, flight in reach:           # the workers whose frames can reach this one
+            nt, ns = words[hw], words[hw + 1]
+            for s in flight:                            # ... and the frames in flight to them
                 mt = words[s]
                 if mt < nt or (mt == nt and words[s + 1] < ns):
                     nt, ns = mt, words[s + 1]
             if nt < FOREVER:
-                b = bound(nt, ns, props, hops)
-                if b < limit:
-                    limit = b
-        for k in range(w):                              # over when every worker's earliest is past the end
-            s = starts[k]
-            nt = words[s + 1]
-            if nt < duration:
+                bt, bs = bound(nt, ns, props, hops)
+                if bt < lt or (bt == lt and bs < ls):
+                    lt, ls = bt, bs
+        duration = self.duration
+        done = True
+        for s in times:                                 # over when every key and frame in flight is past the end
+            if words[s] < duration:
                 done = False
                 break
-            for i in range(w):
-                if words[starts[i] + 3 + 2 * k] < duration:
-                    done = False
-                    break
-            if not done:
-                break
-        for ps, word in self._in_words:
-            if ps.rx.received < words[word]:
-                await self._take_frames(driver)
-                break
-        return limit, done
+        take = self.take
+        short = False
+        for ps, word in self._in_words:                 # the frames the inbound links counted
+            rx = ps.rx
+            if rx.received < words[word]:
+                if take is not None:
+                    take(ps)                            # sent before counted: already in the socket
+                if rx.received < words[word]:
+                    short = True
+        if short:
+            await self._take_frames(driver)
+        return (lt, ls), done
 
     async def _take_frames(self, driver: Any) -> None:
         """Wait until every frame the inbound links counted is in the heap."""
