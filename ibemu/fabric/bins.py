@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from mypy_extensions import mypyc_attr
 
 from ..units import PS_PER_S
-from .recorder import LinkSink, Recorder
+from .recorder import FlowSink, LinkSink, Recorder
 
-__all__ = ["BinnedRecorder", "LinkBins", "LinkSeries", "FlowTxSeries", "FlowRxSeries"]
+__all__ = ["BinnedRecorder", "FlowBins", "LinkBins", "LinkSeries", "FlowTxSeries", "FlowRxSeries"]
 
 _ZERO = (0,)
 LinkSeries = tuple["array[int]", "array[int]", "array[int]"]                   # all bytes, data bytes, data packets
@@ -48,6 +48,8 @@ class BinnedRecorder(Recorder):
         self._links: dict[str, LinkSeries] = {}
         self._ftx: dict[str, FlowTxSeries] = {}
         self._frx: dict[str, FlowRxSeries] = {}
+        self._sinks: list[LinkBins | FlowBins] = []   # sinks (link_sink, flow_sink): they count ahead
+        self.pending = False                # some sink holds counts not yet in the series
 
     # -- hot path (one call per frame-hop / packet): one dict lookup
     def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
@@ -75,7 +77,24 @@ class BinnedRecorder(Recorder):
         straight into them, with no call by name and no lookup of the link."""
         if link not in self._links:
             self._new_link(link)
-        return LinkBins(self, link)
+        sink = LinkBins(self, link)
+        self._sinks.append(sink)
+        return sink
+
+    def flow_sink(self, flow: str) -> FlowSink:
+        """The flow's series as a native sink (:class:`FlowBins`)."""
+        if flow not in self._ftx:
+            self._new_flow(flow)
+        sink = FlowBins(self, flow)
+        self._sinks.append(sink)
+        return sink
+
+    def flush(self) -> None:
+        """Add the counts the sinks hold to the series: before reading them."""
+        if self.pending:
+            for sink in self._sinks:
+                sink.flush()
+            self.pending = False
 
     def _link_split(self, link: str, t: int, end: int, nbytes: int, data: bool) -> None:
         """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
@@ -163,8 +182,13 @@ class BinnedRecorder(Recorder):
 class LinkBins(LinkSink):
     """:meth:`BinnedRecorder.link_tx` of one link, for the frames that fall inside one bin
     of the run (nearly all): the same counts, with the link's series, its rate and the
-    bin held here.  Any other frame -- across a bin edge, or outside the bins this sink
-    knows -- takes :meth:`BinnedRecorder.link_tx` itself."""
+    bin held here, summed in plain ints while the frames stay in one bin and added to
+    the series when a frame falls in another or the recorder is read
+    (:meth:`BinnedRecorder.flush`: an element of an int64 array costs hundreds of
+    instructions to read and write from compiled code, an int field a few).  Any other
+    frame -- across a bin edge, or outside the bins this sink knows -- takes
+    :meth:`BinnedRecorder.link_tx` itself (sums commute: the order of the two does not
+    matter)."""
 
     def __init__(self, owner: BinnedRecorder, label: str) -> None:
         self.owner = owner
@@ -177,6 +201,10 @@ class LinkBins(LinkSink):
         # multiplication, equal to link_tx's rounded-up division
         self.ps_per_byte = PS_PER_S // self.cap if self.cap > 0 and PS_PER_S % self.cap == 0 else 0
         self.all, self.data_bytes, self.data_pkts = owner._links[label]
+        self.cur = -1                       # the bin the sums below belong to (-1: none)
+        self.sum_all = 0
+        self.sum_data = 0
+        self.sum_pkts = 0
 
     def tx(self, t: int, nbytes: int, data: bool) -> None:
         b = self.bin
@@ -191,7 +219,85 @@ class LinkBins(LinkSink):
         if i < 0 or i >= self.n or end > (i + 1) * b:
             self.owner.link_tx(self.label, t, nbytes, data)
             return
-        self.all[i] += nbytes
+        if i != self.cur:
+            self.flush()
+            self.cur = i
+            self.owner.pending = True
+        self.sum_all += nbytes
         if data:
-            self.data_bytes[i] += nbytes
-            self.data_pkts[i] += 1
+            self.sum_data += nbytes
+            self.sum_pkts += 1
+
+    def flush(self) -> None:
+        """Add the sums to the series."""
+        i = self.cur
+        if i < 0:
+            return
+        self.all[i] += self.sum_all
+        if self.sum_pkts:
+            self.data_bytes[i] += self.sum_data
+            self.data_pkts[i] += self.sum_pkts
+        self.cur = -1
+        self.sum_all = self.sum_data = self.sum_pkts = 0
+
+
+class FlowBins(FlowSink):
+    """:meth:`BinnedRecorder.flow_tx` and :meth:`BinnedRecorder.flow_rx` of one flow,
+    summed in plain ints while the packets stay in one bin (as :class:`LinkBins`)."""
+
+    def __init__(self, owner: BinnedRecorder, flow: str) -> None:
+        self.owner = owner
+        self.flow = flow
+        self.bin = owner.bin
+        self.n = owner._n
+        self.tx_bytes, self.tx_pkts = owner._ftx[flow]
+        self.rx_bytes, self.rx_pkts, self.rx_msgs, self.rx_wire = owner._frx[flow]
+        self.tx_cur = -1
+        self.rx_cur = -1
+        self.s_txb = self.s_txp = 0
+        self.s_rxb = self.s_rxp = self.s_rxm = self.s_rxw = 0
+
+    def tx(self, t: int, nbytes: int) -> None:
+        i = t // self.bin
+        if i < 0 or i >= self.n:
+            self.owner.flow_tx(self.flow, t, nbytes)
+            return
+        if i != self.tx_cur:
+            self.flush()
+            self.tx_cur = i
+            self.owner.pending = True
+        self.s_txb += nbytes
+        self.s_txp += 1
+
+    def rx(self, t: int, nbytes: int, wire: int, message_done: bool) -> None:
+        i = t // self.bin
+        if i < 0 or i >= self.n:
+            self.owner.flow_rx(self.flow, t, nbytes, wire, message_done)
+            return
+        if i != self.rx_cur:
+            self.flush()
+            self.rx_cur = i
+            self.owner.pending = True
+        self.s_rxb += nbytes
+        self.s_rxp += 1
+        self.s_rxw += wire
+        if message_done:
+            self.s_rxm += 1
+
+    def flush(self) -> None:
+        """Add the sums to the series."""
+        i = self.tx_cur
+        if i >= 0:
+            self.tx_bytes[i] += self.s_txb
+            self.tx_pkts[i] += self.s_txp
+            self.tx_cur = -1
+            self.s_txb = self.s_txp = 0
+        i = self.rx_cur
+        if i >= 0:
+            self.rx_bytes[i] += self.s_rxb
+            self.rx_pkts[i] += self.s_rxp
+            self.rx_wire[i] += self.s_rxw
+            if self.s_rxm:
+                self.rx_msgs[i] += self.s_rxm
+            self.rx_cur = -1
+            self.s_rxb = self.s_rxp = self.s_rxm = self.s_rxw = 0

@@ -39,6 +39,32 @@ class ForwardSink(LinkSink):
         self.recorder.link_tx(self.label, t, nbytes, data)
 
 
+class FlowSink:
+    """Where a flow's QP reports its packets (:meth:`Recorder.flow_sink`): the per-packet
+    :meth:`Recorder.flow_tx` and :meth:`Recorder.flow_rx` of one flow, resolved once per
+    QP and recorder (as :class:`LinkSink` is for a link)."""
+
+    def tx(self, t: int, nbytes: int) -> None:
+        """:meth:`Recorder.flow_tx` of this sink's flow."""
+
+    def rx(self, t: int, nbytes: int, wire: int, message_done: bool) -> None:
+        """:meth:`Recorder.flow_rx` of this sink's flow."""
+
+
+class ForwardFlowSink(FlowSink):
+    """The flow sink of a recorder without a faster one: it calls the recorder."""
+
+    def __init__(self, recorder: Recorder, flow: str) -> None:
+        self.recorder = recorder
+        self.flow = flow
+
+    def tx(self, t: int, nbytes: int) -> None:
+        self.recorder.flow_tx(self.flow, t, nbytes)
+
+    def rx(self, t: int, nbytes: int, wire: int, message_done: bool) -> None:
+        self.recorder.flow_rx(self.flow, t, nbytes, wire, message_done)
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)   # Metrics and tests subclass it
 class Recorder:
     def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
@@ -51,6 +77,11 @@ class Recorder:
         (:class:`LinkSink`): by default one that calls :meth:`link_tx`, so a recorder that
         overrides :meth:`link_tx` alone sees every frame."""
         return ForwardSink(self, link)
+
+    def flow_sink(self, flow: str) -> FlowSink:
+        """The sink through which a QP of *flow* reports its packets (:class:`FlowSink`):
+        by default one that calls :meth:`flow_tx` and :meth:`flow_rx`."""
+        return ForwardFlowSink(self, flow)
 
     def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
         """The source of *flow* injected a data packet with *nbytes* of payload."""

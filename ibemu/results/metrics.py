@@ -165,6 +165,7 @@ class Metrics(BinnedRecorder):
         """The recorded bins (series with any count) and counters, JSON-ready."""
         def nz(table: Mapping[str, tuple[Bins, ...]]) -> dict[str, list[list[int]]]:
             return {k: [list(x) for x in v] for k, v in table.items() if any(any(x) for x in v)}
+        self.flush()
         return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
                 "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
                 "msg_start": {k: pack_times(v) for k, v in self._mstart.items()},
@@ -276,17 +277,20 @@ class Metrics(BinnedRecorder):
 
     def link_totals(self, label: str) -> tuple[int, int, int]:
         """All bytes, data bytes and data packets sent on *label* over the run (ints)."""
+        self.flush()
         allb, datab, datap = (sum(x) for x in self._links[label])
         return allb, datab, datap
 
     def flow_totals(self, name: str) -> tuple[int, int, int, int, int]:
         """Bytes, packets and messages received, bytes and packets sent, of flow *name*."""
+        self.flush()
         rxb, rxp, msg = (sum(x) for x in self._frx[name][:3])
         txb, txp = (sum(x) for x in self._ftx[name])
         return rxb, rxp, msg, txb, txp
 
     def flow_wire_total(self, name: str) -> int:
         """Wire bytes of the data packets flow *name* delivered (whole frames)."""
+        self.flush()
         return sum(self._frx[name][3])
 
     def latencies(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -326,6 +330,7 @@ class Metrics(BinnedRecorder):
     def link_bins(self, label: str, kind: str = "bytes") -> np.ndarray:
         """kind: bytes (all frames) | data_bytes | data_packets."""
         idx = {"bytes": 0, "data_bytes": 1, "data_packets": 2}[kind]
+        self.flush()
         return np.asarray(self._links[label][idx], dtype=np.float64)
 
     def flow_bins(self, name: str, kind: str = "rx_bytes") -> np.ndarray:
@@ -333,6 +338,7 @@ class Metrics(BinnedRecorder):
         | tx_bytes | tx_packets."""
         rx = {"rx_bytes": 0, "rx_packets": 1, "messages": 2, "rx_wire_bytes": 3}
         tx = {"tx_bytes": 0, "tx_packets": 1}
+        self.flush()
         bins = self._frx[name][rx[kind]] if kind in rx else self._ftx[name][tx[kind]]
         return np.asarray(bins, dtype=np.float64)
 

@@ -140,7 +140,7 @@ class RCRequester(FlowSource):
             self.msg_left -= n
             ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)
                            or self.outs >= self.max_outstanding) else 0
-            self.hca.recorder.flow_tx(self.name, now, n)
+            self.flow_sink().tx(now, n)
         frame = self._build(opcode, psn, ackreq=ackreq, payload=payload, ext=ext)
         self._unacked.append((psn, npk, bytes(frame), n, self.msg_no))
         self._sent(now, frame)
@@ -280,7 +280,7 @@ class RCRequester(FlowSource):
             if self.integrity is not None:
                 self.integrity.rx(self.name, payload_of(frame), last)
             recorder = self.hca.recorder
-            recorder.flow_rx(self.name, now, payload_len(frame), len(frame), last)
+            self.flow_sink().rx(now, payload_len(frame), len(frame), last)
             if last:
                 self.reads_out -= 1
                 recorder.message_done(self.name, self.reads_done, now)

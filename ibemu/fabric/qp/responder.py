@@ -173,7 +173,7 @@ class RCResponder(SenderBase):
         if self.integrity is not None:
             self.integrity.rx(self.name, payload_of(frame), last)
         recorder = self.hca.recorder
-        recorder.flow_rx(self.name, now, payload_len(frame), len(frame), last)
+        self.flow_sink().rx(now, payload_len(frame), len(frame), last)
         if last:
             recorder.message_done(self.name, self.messages_done, now)
             self.messages_done += 1
@@ -240,7 +240,7 @@ class RCResponder(SenderBase):
         frame = self._build(opcode, psn, payload=payload, ext=ext)
         if (psn - self._resp_hi) % PSN_MOD < PSN_HALF:      # not sent before
             self._resp_hi = (psn + 1) % PSN_MOD
-            self.hca.recorder.flow_tx(self.name, now, n)
+            self.flow_sink().tx(now, n)
         else:
             self.hca.count("retransmitted_packets")
         if last:

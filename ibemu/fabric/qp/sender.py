@@ -24,6 +24,7 @@ from ...units import PS_PER_S
 from ...wire.codec import build
 from ...wire.fields import get_slid
 from ...wire.layout import Buf
+from ..recorder import FlowSink, Recorder
 from .cnp import answer_cnp
 
 if TYPE_CHECKING:
@@ -57,6 +58,18 @@ class SenderBase:
         self.cc: SourceResponse | None = None   # congestion-control response (ibemu.fabric.hooks)
         self.cnps_received = 0
         self.integrity: PayloadCheck | None = None
+        self._sink: FlowSink | None = None      # where this flow's packets are reported (flow_sink)
+        self._sink_rec: Recorder | None = None  # ... the recorder that made it
+
+    def flow_sink(self) -> FlowSink:
+        """The sink of this flow's packets (:meth:`Recorder.flow_sink`), made again when
+        the HCA's recorder changed."""
+        rec = self.hca.recorder
+        sink = self._sink
+        if sink is None or self._sink_rec is not rec:
+            sink = self._sink = rec.flow_sink(self.name)
+            self._sink_rec = rec
+        return sink
 
     # -- operations for a congestion-control scheme (ibemu.fabric.hooks)
     def attach_response(self, response: SourceResponse) -> None:

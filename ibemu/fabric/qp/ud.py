@@ -53,7 +53,7 @@ class UDSender(FlowSource):
         recorder = self.hca.recorder
         recorder.message_start(self.name, self.msg_no, now)
         self.msg_no += 1
-        recorder.flow_tx(self.name, now, n)
+        self.flow_sink().tx(now, n)
         self._sent(now, frame)
         return frame
 
