@@ -122,6 +122,21 @@ def test_victim_episode_lasts_until_the_backlog_drains():
     assert depart(sw, m, entry(IN1))                      # a new episode, as root
 
 
+def test_victim_episode_ends_when_the_backlog_of_the_credit_shortage_has_left():
+    """A port that stays busy after the congestion beyond it cleared is a root again once
+    the packets that were waiting when it found no credit have left (issue 31: a port
+    kept full by its own flows stayed a victim for the rest of the run)."""
+    sw, m = marker(SwitchSetting(), credits=None)
+    backlog = entry(IN2)
+    wait(sw, backlog)
+    assert not depart(sw, m, entry(IN1))                  # victim: no credit for IN2's packet
+    sw.ports[OUT].tx[0].update(2000)                      # credits flow again
+    wait(sw, entry(IN3))                                  # IN2's packet leaves, IN3's waits behind it
+    assert depart(sw, m, backlog)                         # the shortage's backlog is gone: a root
+    wait(sw, entry(IN2))
+    assert depart(sw, m, entry(IN3))                      # and stays one while credits flow
+
+
 @pytest.mark.parametrize("rate", [1, 4, 16, 64])
 def test_marking_rate_mean_gap_equals_the_setting(rate):
     sw, m = marker(SwitchSetting(Marking_Rate=rate), seed=7)

@@ -31,9 +31,13 @@ congestion" seed 002 §3.1 asks for.
 
 **Root or victim.**  A congested port-VL is the root of the congestion when its link
 can take the next waiting packet (it has credits for it after the departing one);
-without credits it is a victim of congestion further on -- and stays one until its
-backlog falls below the threshold, since a backlog built while credits were short
-is the downstream congestion's, even in the moments a returning credit lets it send.
+without credits it is a victim of congestion further on -- and stays one while the
+backlog built while credits were short is still there: until the last packet that was
+waiting when the port last found no credit has left, or the backlog falls below the
+threshold.  That backlog is the downstream congestion's, even in the moments a
+returning credit lets it send; a backlog that builds later, while credits flow, is the
+port's own (issue 31: a port kept full by its own flows after the tree behind it
+cleared stayed a victim for the rest of the run, and never marked them).
 A port marks as root only, or also as victim when its Victim_Mask bit is set.
 
 **Marking_Rate.**  Packets eligible for marking: data packets (BTH data opcodes) on a
@@ -80,8 +84,8 @@ def _congested_at(threshold: int, capacity_blocks: int) -> int:
 class PortCC:
     """One output port's SwitchPortCongestionSetting and its marking state."""
     __slots__ = ("index", "threshold", "marking_rate", "packet_size", "victim", "rng",
-                 "countdown", "marks", "congested", "label", "_thr", "_last_trace", "victim_episode", "last_inp",
-                 "in_congestion")
+                 "countdown", "marks", "congested", "label", "_thr", "_last_trace", "victim_episode", "victim_tail",
+                 "last_inp", "in_congestion")
 
     def __init__(self, index: int, setting: tuple[int, int, int, bool], nvl: int, seed: int,
                  label: str) -> None:
@@ -90,6 +94,7 @@ class PortCC:
         self.rng = random.Random((seed << 32) ^ zlib.crc32(label.encode()))
         self.countdown = [self.draw() for _ in range(nvl)]
         self.victim_episode = [False] * nvl
+        self.victim_tail: list[Entry | None] = [None] * nvl   # last packet waiting when credits were short
         self.last_inp: int | None = None    # input of the previous data packet sent
         self.in_congestion = False          # congested and marking (PortXmitTimeCong runs)
         self.marks = 0
@@ -161,6 +166,9 @@ class CCAMarker:
             return
         thr = pc.threshold_for(sw.ports[e.inp].rx[e.vl_in].capacity)
         q = sw.queues[o][vl]
+        if e is pc.victim_tail[vl]:         # the backlog built while credits were short has left
+            pc.victim_tail[vl] = None
+            pc.victim_episode[vl] = False
         waited = (e.eligible < now and pc.last_inp != e.inp
                   and sw.ports[e.inp].rate >= sw.ports[o].rate)
         pc.last_inp = e.inp
@@ -170,11 +178,13 @@ class CCAMarker:
                 occ += x.blocks
         if occ < thr:
             pc.victim_episode[vl] = False   # the backlog is gone: the episode ends
+            pc.victim_tail[vl] = None
             if pc.in_congestion:
                 self._congestion(sw, o, now, False)
             return
         if q and not sw.ports[o].tx[vl].can_send(q[0].blocks):
             pc.victim_episode[vl] = True    # the backlog waits for credits: a victim
+            pc.victim_tail[vl] = q[-1]
         if pc.victim_episode[vl] and not pc.victim:
             if pc.in_congestion:
                 self._congestion(sw, o, now, False)
