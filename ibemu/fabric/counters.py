@@ -25,7 +25,7 @@ from typing import Final
 from collections.abc import Collection
 
 from ..units import PS_PER_S
-from ..wire.fields import get_becn, get_fecn, get_lnh
+from ..wire.fields import get_lnh
 from ..wire.layout import CN_GLOBAL, CN_LOCAL, VCRC_LEN, Buf
 from ..wire.opcodes import LNH_IBA_GLOBAL
 
@@ -107,10 +107,14 @@ class PortCounters:
         n = len(frame)
         self.rcv_bytes += n - VCRC_LEN if n > VCRC_LEN else 0
         self.rcv_pkts += 1
-        if n > CN_LOCAL and (n > CN_GLOBAL or get_lnh(frame) != LNH_IBA_GLOBAL):
-            if get_fecn(frame):
+        if n <= CN_LOCAL:
+            return
+        glob = get_lnh(frame) == LNH_IBA_GLOBAL
+        if not glob or n > CN_GLOBAL:
+            cn = frame[CN_GLOBAL if glob else CN_LOCAL]     # FECN bit 7, BECN bit 6 (IBA 9.2)
+            if cn & 0x80:
                 self.rcv_fecn += 1
-            if get_becn(frame):
+            if cn & 0x40:
                 self.rcv_becn += 1
 
     def waiting(self, now: int, flag: bool) -> None:
