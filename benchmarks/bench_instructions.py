@@ -101,7 +101,7 @@ def main() -> None:
         shutil.rmtree(out, ignore_errors=True)
         instr, events = count(tree, args.scenario.resolve(), args.duration, out)
         rows.append((tree, instr, events, out))
-        print("%-50s %15s instructions  %9d events  %7.0f per event" % (tree, "{:,}".format(instr), events,
+        print("%-50s %15s instructions  %9d events  %7.0f per event" % (tree, f"{instr:,}", events,
                                                                         instr / events), flush=True)
     base = rows[0]
     for tree, instr, _events, out in rows[1:]:
