@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +51,19 @@ def run_tshark(tshark: str) -> Callable[..., str]:
         return r.stdout
     return run
 
+
+@pytest.fixture
+def saved(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """File name -> the matplotlib figure saved under it (every ``Figure.savefig`` of the
+    test is recorded, and still writes its file)."""
+    from matplotlib.figure import Figure
+
+    figures: dict[str, Any] = {}
+    original = Figure.savefig
+
+    def savefig(self: Figure, fname, *args, **kw):  # type: ignore[no-untyped-def]
+        figures[Path(fname).name] = self
+        return original(self, fname, *args, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return figures

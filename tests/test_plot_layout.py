@@ -17,20 +17,6 @@ from ibemu.plot_layout import EDGE, Margins
 from ibemu.plots import plot_link_heatmap
 
 
-@pytest.fixture
-def saved(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
-    """File name -> the figure saved under it."""
-    figures: dict[str, Figure] = {}
-    original = Figure.savefig
-
-    def savefig(self: Figure, fname, *args, **kw):  # type: ignore[no-untyped-def]
-        figures[Path(fname).name] = self
-        return original(self, fname, *args, **kw)
-
-    monkeypatch.setattr(Figure, "savefig", savefig)
-    return figures
-
-
 def _boxes(fig: Figure) -> list[Bbox]:
     """Each axes' tight box (its ticks, labels, title, legend), in pixels, as drawn."""
     renderer = FigureCanvasAgg(fig).get_renderer()

@@ -15,20 +15,6 @@ import ibemu
 from ibemu.plots import HEATMAP_ROW_LABELS, PLOT_TOP_LINKS
 
 
-@pytest.fixture
-def saved(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
-    """File name -> the figure saved under it."""
-    figures: dict[str, Figure] = {}
-    original = Figure.savefig
-
-    def savefig(self: Figure, fname, *args, **kw):  # type: ignore[no-untyped-def]
-        figures[Path(fname).name] = self
-        return original(self, fname, *args, **kw)
-
-    monkeypatch.setattr(Figure, "savefig", savefig)
-    return figures
-
-
 def _check_labelled(fig: Figure, scenario: str) -> None:
     title = fig.axes[0].get_title() or (fig._suptitle.get_text() if fig._suptitle else "")
     assert scenario in title
