@@ -270,3 +270,14 @@ def test_an_unreachable_scheduler_fails_fast_with_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as bad:
         main([*args, "--connect-timeout", "0"])
     assert bad.value.code == 2 and "--connect-timeout: must be more than 0" in capsys.readouterr().err
+
+
+def test_without_dask_installed_reproduce_full_is_one_line(tmp_path, capsys, monkeypatch):
+    """`ibemu reproduce --full` runs its points on Dask by default; where the sweep extra is
+    not installed that is one line naming the fix, not an ImportError's traceback."""
+    monkeypatch.setitem(sys.modules, "distributed", None)      # `import distributed` now fails
+    code = main(["reproduce", "congestion_tree", "--full", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "pip install 'ibemu[sweep]'" in err and "--scheduler sync" in err

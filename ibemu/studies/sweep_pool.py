@@ -59,7 +59,12 @@ class DaskPool:
                  connect_timeout: float = CONNECT_TIMEOUT) -> None:
         import logging
 
-        from distributed import Client, LocalCluster
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UserError("--scheduler %s: running the points on Dask needs its packages, which are not "
+                            "installed: pip install 'ibemu[sweep]' (or --scheduler sync: one after another "
+                            "in this process)" % address) from None
         self.cluster = None
         if address == LOCAL:
             n = workers or os.cpu_count() or 1
