@@ -281,3 +281,18 @@ def test_without_dask_installed_reproduce_full_is_one_line(tmp_path, capsys, mon
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "pip install 'ibemu[sweep]'" in err and "--scheduler sync" in err
+
+
+def test_without_the_sweep_extra_a_sweep_is_one_line_and_runs_nothing(tmp_path, capsys, monkeypatch):
+    """`ibemu sweep --scheduler sync` needs no Dask, but its tables need scipy and pyarrow:
+    where they are missing, one line before any point runs."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else real(name, *a))
+    code = main(["sweep", SOURCE, "--grid", "flow[1].window=1,2", "--out", str(tmp_path / "sw"), "-q",
+                 "--scheduler", "sync"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "scipy" in err and "pip install 'ibemu[sweep]'" in err
+    assert not (tmp_path / "sw" / "points").exists()

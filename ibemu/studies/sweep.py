@@ -174,6 +174,16 @@ def _pre_check(source: str, common: Sequence[str], points: Sequence[Point]) -> d
     return refused
 
 
+def _require_tables() -> None:
+    """The sweep's tables need the sweep extra's scipy (confidence intervals) and pyarrow
+    (Parquet): one line before any point runs, not an ImportError after all of them."""
+    from importlib.util import find_spec
+    missing = [m for m in ("scipy", "pyarrow") if find_spec(m) is None]
+    if missing:
+        raise UserError("ibemu sweep: its tables need %s, which %s not installed: pip install 'ibemu[sweep]'"
+                        % (" and ".join(missing), "is" if len(missing) == 1 else "are"))
+
+
 def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: Sequence[str] = (),
               scheduler: str = LOCAL, workers: int | None = None, window_ms: tuple[float, float] | None = None,
               plots: bool = False, progress: bool | None = None,
@@ -187,6 +197,7 @@ def run_sweep(source: str, points: Sequence[Point], out: str | Path, *, common: 
     *connect_timeout* seconds or a :class:`UserError`).  *on_row* is called
     with every point's row as it arrives (finished, reused or failed)."""
     t0 = time.perf_counter()
+    _require_tables()
     refused = _pre_check(source, common, points)
     out = Path(out)
     folders = out / "points"
