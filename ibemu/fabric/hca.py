@@ -17,6 +17,7 @@ from .credits import blocks_of
 from .mad_agent import MADAgent
 from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
+from .qp.sender import SenderBase
 from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
 from ..wire.layout import PACKET_OVERHEAD, Buf
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
@@ -29,7 +30,6 @@ T_RX_DONE_INTACT: Final = T_OWN + 3     # T_RX_DONE of a frame delivered intact 
 
 if TYPE_CHECKING:
     from .hooks import Notifier, PacketHandler
-    from .qp.sender import SenderBase
     from .recorder import Recorder
     from .vlarb import VLArbiter
 
@@ -86,7 +86,7 @@ class HCA(Node):
 
     def add_port(self, port: Port) -> None:
         self.port = port
-        self.ports[port.index] = port
+        self.register_port(port)
         self.arb = self.params.vlarb.arbiter(len(port.tx))
 
     def new_qpn(self) -> int:
@@ -107,7 +107,7 @@ class HCA(Node):
         """A frame arrives on *pidx*; *check*: verify its length, PktLen and CRCs, VCRC
         now and ICRC when it is in (False only for a frame delivered intact,
         SimNode.receive_intact)."""
-        port = self.ports.get(pidx)
+        port = self.port_of(pidx)
         if port is None:
             self.count("dropped_no_port")
             return
@@ -143,7 +143,10 @@ class HCA(Node):
         if qp is None:
             self.count("dropped_unknown_qp")
             return
-        reply = qp.on_packet(now, frame)
+        if isinstance(qp, SenderBase):             # a native call in the compiled core (issue 28)
+            reply = qp.on_packet(now, frame)
+        else:
+            reply = qp.on_packet(now, frame)
         if self.notifiers:
             notifier = self.notifiers.get(qpn)
             if notifier is not None:

@@ -122,12 +122,28 @@ class Node(SimNode):
         super().__init__(name)              # name, outbox (Transmission), timers (Timer)
         self.recorder = recorder or Recorder()
         self.ports: dict[int, Port] = {}
+        # the same ports indexed by number (None: no such port), for the hot path: a list
+        # index is native in the compiled core, a dict lookup boxes the key (issue 28)
+        self.port_at: list[Port | None] = []
         self._tseq = 0
         self.counters: dict[str, int] = {}
         self._fc_tick_period = 0             # set by start() when it arms the periodic flow-control packets
         self.lid = 0                        # HCAs: their LID; switches: port 0's (build.switch_lids)
         self.cc_settings: CCAttributes | None = None    # CC attributes for CC MADs (IBA annex A10)
         self.cc_key = 0                     # CC_Key a CC Set MAD must carry (0: none)
+
+    def register_port(self, port: Port) -> None:
+        """Add *port* to :attr:`ports` and :attr:`port_at` (a subclass's ``add_port``)."""
+        self.ports[port.index] = port
+        at = self.port_at
+        if len(at) <= port.index:
+            at.extend([None] * (port.index + 1 - len(at)))
+        at[port.index] = port
+
+    def port_of(self, pidx: int) -> Port | None:
+        """The port numbered *pidx*, or None."""
+        at = self.port_at
+        return at[pidx] if 0 <= pidx < len(at) else None
 
     def attach_cc_agent(self, settings: CCAttributes, cc_key: int) -> None:
         """The congestion-control attributes the management agent serves (a scheme's)."""

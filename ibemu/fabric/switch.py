@@ -58,7 +58,11 @@ class Switch(Node):
         nvl = params.data_vls
         self.sl2vl = list(params.sl2vl) if params.sl2vl else [sl % nvl for sl in range(16)]
         self.port_sl2vl = dict(params.port_sl2vl)   # (in or None, out) -> table (seed 004 Fig. 5)
-        self.xports: dict[int, XPort] = {-1: XPort(-1, None, 0, None)}  # port (-1: port 0) -> its state
+        port0 = XPort(-1, None, 0, None)
+        self.xports: dict[int, XPort] = {-1: port0}  # port (-1: port 0) -> its state
+        # the same indexed by port + 1 (the hot path's: a list index is native, issue 28);
+        # numbers without a port hold port 0's, which has no link, as the dict lacks them
+        self.xat: list[XPort] = [port0]
         self._xlist: list[XPort] = []               # the ports' XPorts, in the order of ``ports``
         self.queues: dict[int, list[list[Entry]]] = {}  # out port -> its XPort's FIFOs (the same lists)
         self.vl15: dict[int, list[Entry]] = {}      # out port -> its XPort's VL15 queue (the same list)
@@ -73,12 +77,16 @@ class Switch(Node):
         self.marker = marker
 
     def add_port(self, port: Port) -> None:
-        self.ports[port.index] = port
+        self.register_port(port)
         nvl = len(port.tx)                          # operational VLs of this link
         p = self.params
         rule = SPEEDUP if p.crossbar_speedup > 1 else WHOLE if p.cut_through else SLOWER
         x = XPort(port.index, port, nvl, p.port_vlarb.get(port.index, p.vlarb).arbiter(nvl), rule, p.crossbar_speedup)
         self.xports[port.index] = x
+        xat = self.xat
+        if len(xat) <= port.index + 1:
+            xat.extend([xat[0]] * (port.index + 2 - len(xat)))
+        xat[port.index + 1] = x
         self._xlist = [self.xports[i] for i in self.ports]
         self.queues[port.index] = x.queues
         self.vl15[port.index] = x.vl15
@@ -110,7 +118,7 @@ class Switch(Node):
     def _receive(self, pidx: int, buf: Buf, link: bool, now: int, check: bool) -> None:
         """A frame arrives on *pidx*; *check*: verify its length, PktLen and CRCs (False
         only for a frame delivered intact, SimNode.receive_intact)."""
-        port = self.ports.get(pidx)
+        port = self.port_of(pidx)
         if port is None:
             self.count("dropped_no_port")
             return
@@ -143,7 +151,8 @@ class Switch(Node):
         out = self.lft.get(dlid)
         if self.adaptive is not None and vl_in != VL15:
             out = self.adaptive.out_port(self, dlid, get_sl(frame), pidx, out, now)
-        xo = self.xports.get(out) if out is not None else None
+        xat = self.xat
+        xo = xat[out + 1] if out is not None and -1 <= out < len(xat) - 1 else None
         if xo is None or xo.port is None or out == pidx:        # (no port: -1, the switch's own)
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
             return
@@ -229,8 +238,8 @@ class Switch(Node):
         head = q[0]
         if head.eligible > now:
             return None
-        xports = self.xports
-        if xports[head.inp].can_feed(now, rate):
+        xat = self.xat
+        if xat[head.inp + 1].can_feed(now, rate):
             return 0
         if head.bypassed >= self.bypass_limit:
             return None
@@ -238,12 +247,12 @@ class Switch(Node):
             e = q[i]
             if e.eligible > now:
                 return None
-            if xports[e.inp].can_feed(now, rate):
+            if xat[e.inp + 1].can_feed(now, rate):
                 return i
         return None
 
     def _try_output(self, o: int, now: int) -> None:
-        self._try_out(self.xports[o], now)
+        self._try_out(self.xat[o + 1], now)
 
     def _try_out(self, x: XPort, now: int) -> None:
         """Start the next packet on output *x* if its link, the credits, the FIFOs and
@@ -314,7 +323,7 @@ class Switch(Node):
         head = q[0]
         t = head.eligible
         if t <= now:
-            if self.xports[head.inp].in_busy <= now or head.bypassed >= self.bypass_limit:
+            if self.xat[head.inp + 1].in_busy <= now or head.bypassed >= self.bypass_limit:
                 return
             for e in q:
                 if e.eligible > now:
@@ -345,7 +354,7 @@ class Switch(Node):
         n = len(frame)
         end = now + port.tx_time(n)        # >= e.tail + forwarding delay (receive)
         port.busy_until = port.data_end = end
-        self.xports[e.inp].feed(e, port.rate, end)     # the crossbar input's read rate (.xport)
+        self.xat[e.inp + 1].feed(e, port.rate, end)     # the crossbar input's read rate (.xport)
         x.queued -= 1
         port.pc.transmitted(n, now)
         if e.vl != VL15:
@@ -359,12 +368,13 @@ class Switch(Node):
         self.at_kind(end, T_COMPLETE, e)
 
     def link_free(self, port: Port, now: int) -> None:
-        self._try_out(self.xports[port.index], now)
+        self._try_out(self.xat[port.index + 1], now)
 
     def _complete(self, now: int, e: Entry) -> None:
         """The packet's last byte left: free its input buffer space, return the credit
         upstream, and let every output that may have waited on that input try again."""
-        xi = self.xports[e.inp]
+        xat = self.xat
+        xi = xat[e.inp + 1]
         xi.fed(e)
         if e.vl_in != VL15:
             inport = xi.port
@@ -373,8 +383,17 @@ class Switch(Node):
                 self._send_fcp(inport, e.vl_in, now)
         if self.marker is not None:
             self.marker.on_departure(self, e, now)
-        xo = self.xports[e.out]
+        xo = xat[e.out + 1]
         self._try_out(xo, now)
         for x in self._xlist:
             if x.queued and x is not xo:
+                # skip, without a call, an output whose link is taken and whose wake-up
+                # at its end is armed: there _try_out returns at link_blocked and
+                # changes nothing (a packet's end, or an FCP's with T_LINK_WAKE armed;
+                # most outputs, at every completion: issue 28)
+                p = x.port
+                if p is not None:
+                    b = p.busy_until
+                    if b > now and (b == p.data_end or p.wake_at == b):
+                        continue
                 self._try_out(x, now)

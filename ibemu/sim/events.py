@@ -27,15 +27,15 @@ class SimNode:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.outbox: list[Any] = []
+        self.outbox: list[tuple[int, Any, bool, int]] = []
         self.timers: list[Any] = []
         self.sched_id = -1
         # the scheduler's (Scheduler.__init__ sets them): the time of the WAKE it has
         # pending for this node, its WAKE key without the depth, and where each port's
-        # frames go
+        # frames go, indexed by port number (None: unconnected)
         self.sched_wake_at = INF
         self.sched_wake_key = 0
-        self.sched_peers: dict[int, PortPeer] = {}
+        self.sched_peers: list[PortPeer | None] = []
 
     def receive(self, port: int, frame: Any, link: bool, now: int, /) -> None:
         raise NotImplementedError

@@ -101,7 +101,7 @@ class Scheduler:
                 raise ValueError("at most %d nodes, got node index %d" % (MAX_NODES, n.sched_id))
             n.sched_wake_at = INF
             n.sched_wake_key = order(0, n.sched_id, WAKE_PORT)
-            n.sched_peers = {}
+            n.sched_peers = []
         # the wall clock's hooks (ibemu.runtime.loop)
         self.transmit: Callable[[SimNode], None] | None = None
         self.hybrid = False
@@ -130,7 +130,12 @@ class Scheduler:
             raise ValueError("node %s has no index (sched_id)" % peer.name)
         if peer_port > MAX_PORT or port > MAX_PORT:
             raise ValueError("port numbers above %d are not supported" % MAX_PORT)
-        node.sched_peers[port] = PortPeer(peer, peer_port, propagation, injector)
+        if port < 0:
+            raise ValueError("port numbers are not negative, got %d" % port)
+        peers = node.sched_peers
+        if len(peers) <= port:
+            peers.extend([None] * (port + 1 - len(peers)))
+        peers[port] = PortPeer(peer, peer_port, propagation, injector)
 
     def depth_at(self, t: int) -> int:
         """The depth field (shifted) of an event made now for time *t* (the module text)."""
@@ -170,14 +175,14 @@ class Scheduler:
         cap = self.capture
         pcap = self.port_capture
         kind = DELIVER_INTACT if self.intact else DELIVER
-        rest: list[Any] = []
+        rest: list[tuple[int, Any, bool, int]] = []
         for item in node.outbox:
             port, frame, link, t0 = item
             if cap is not None:
                 cap.write(t0 // 1000, frame, link)
             if pcap is not None:
                 pcap.write_port(node, port, t0 // 1000, frame, link)
-            target = peers.get(port)
+            target = peers[port] if 0 <= port < len(peers) else None
             if target is None:
                 if self.hybrid:
                     rest.append(item)           # to another process: transmit's
@@ -316,14 +321,14 @@ class Scheduler:
             if outbox:
                 if transmit is None or hybrid:
                     peers = node.sched_peers
-                    rest: list[Any] | None = None
+                    rest: list[tuple[int, Any, bool, int]] | None = None
                     for item in outbox:
                         p, f, lk, t0 = item
                         if cap is not None:
                             cap.write(t0 // 1000, f, lk)
                         if pcap is not None:
                             pcap.write_port(node, p, t0 // 1000, f, lk)
-                        target = peers.get(p)
+                        target = peers[p] if 0 <= p < len(peers) else None
                         if target is None:
                             if hybrid:          # to another process: transmit's
                                 if rest is None:

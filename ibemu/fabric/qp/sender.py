@@ -87,6 +87,11 @@ class SenderBase:
     # The sending side the HCA's transmit arbitration calls (``HCA.senders``); every
     # subclass defines it (plain methods, not a TYPE_CHECKING block: mypyc compiles
     # no statements in a class body).
+    def on_packet(self, now: int, frame: Buf) -> bytearray | None:
+        """The receive side (:class:`~ibemu.fabric.hooks.PacketHandler`): a reply frame to
+        send ahead of data, or None.  Declared here so that the HCA calls it natively."""
+        raise NotImplementedError
+
     def ready(self, now: int) -> tuple[bool, int | None]:
         """``(True, None)`` when a packet may start at *now*; else ``(False, t)``:
         ask again at *t* (None: only when something else changes)."""
