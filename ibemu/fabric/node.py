@@ -225,7 +225,8 @@ class Node(SimNode):
             self._emit_fcp(port, vl, op, now)
             return
         pending = port.fcp_pending
-        if pending.get(vl) != OP_INIT:
+        cur = pending.get(vl)
+        if cur is None or cur != OP_INIT:
             pending[vl] = op
         self.link_blocked(port, now, False)
 

@@ -153,7 +153,7 @@ class Switch(Node):
             out = self.adaptive.out_port(self, dlid, get_sl(frame), pidx, out, now)
         xat = self.xat
         xo = xat[out + 1] if out is not None and -1 <= out < len(xat) - 1 else None
-        if xo is None or xo.port is None or out == pidx:        # (no port: -1, the switch's own)
+        if xo is None or xo.port is None or xo.index == pidx:   # (no port: -1, the switch's own)
             self._drop_received(port, vl_in, blocks, now, "PortRcvSwitchRelayErrors")
             return
         oport = xo.port

@@ -63,7 +63,10 @@ def port_rank(t: int, node: int, port: int) -> int:
     2654435761 on 26 bits, so that every product fits a machine word), a permutation of
     the ports 0..507 that changes from instant to instant."""
     x = (t ^ (t >> 26) ^ (t >> 47) ^ node) & 0x3FFFFFF
-    a = 1 + ((x * 2654435761) >> 20) % 508
+    # x * 2654435761 as two products of factors below 2**30 (2654435761 = 40503 * 2**16
+    # + 31153): the compiled core multiplies those natively, where a factor of 2**31 or
+    # more takes the slow path of a Python long (issue 28: 4 % of the event loop)
+    a = 1 + ((((x * 40503) << 16) + x * 31153) >> 20) % 508
     return ((port + 1) * a) % 509
 
 
