@@ -126,6 +126,7 @@ class Node(SimNode):
         # index is native in the compiled core, a dict lookup boxes the key (issue 28)
         self.port_at: list[Port | None] = []
         self._tseq = 0
+        self._tfree: list[Timer] = []       # fired timers, reused by at_kind (issue 28: no allocation)
         self.counters: dict[str, int] = {}
         self._fc_tick_period = 0             # set by start() when it arms the periodic flow-control packets
         self.lid = 0                        # HCAs: their LID; switches: port 0's (build.switch_lids)
@@ -158,7 +159,15 @@ class Node(SimNode):
     def at_kind(self, t: int, kind: int, arg: Any = None) -> None:
         """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
         self._tseq += 1
-        timer = Timer(t, self._tseq, kind, arg)
+        free = self._tfree
+        if free:
+            timer = free.pop()
+            timer.time = t
+            timer.seq = self._tseq
+            timer.kind = kind
+            timer.arg = arg
+        else:
+            timer = Timer(t, self._tseq, kind, arg)
         if NATIVE:                          # the compiled core's heap (ibemu.sim.heap)
             heap_push(self.timers, timer)
         else:
@@ -172,6 +181,8 @@ class Node(SimNode):
             t = timer.time
             kind = timer.kind
             arg = timer.arg
+            timer.arg = None                # fired: kept for at_kind to reuse
+            self._tfree.append(timer)
             if kind == T_CALL:
                 fn, args = arg
                 fn(t, *args)

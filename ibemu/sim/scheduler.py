@@ -59,7 +59,7 @@ from heapq import heappop, heappush
 from typing import Any, Final, cast
 
 from .heap import NATIVE, heap_pop, heap_push, push
-from .events import INF, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode
+from .events import FREE_MAX, INF, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode, reuse
 from .order import (DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
                     WAKE_PORT, arrival_order, depth_of, order, port_rank)
 
@@ -85,6 +85,7 @@ class Scheduler:
         self.nodes: list[SimNode] = list(nodes)
         self.capture = capture
         self.heap: list[Event] = []
+        self.free: list[Event] = []     # events that ran, for run() to reuse (events.reuse)
         self.now = 0                    # every event before it has run
         self.cur_time = 0               # the running event's time and depth (transmit reads them)
         self.cur_depth = 0
@@ -266,6 +267,8 @@ class Scheduler:
         poll = self.poll
         poll_mask = self.poll_mask
         last = self.last_now
+        free = self.free
+        free_max = FREE_MAX
         next_report = self.now + progress_step if progress is not None else INF
         events = 0
         frames = 0
@@ -285,7 +288,10 @@ class Scheduler:
             port = ev.port
             frame = ev.frame
             link = ev.link
-            depth = ev.seq >> dshift
+            seq = ev.seq
+            if len(free) < free_max:
+                free.append(ev)                 # read: reused for an event this one makes
+            depth = seq >> dshift
             nd = depth + 1 if depth < max_depth else max_depth
             dnext = nd << dshift                # the depth of what this event makes for time t
             events += 1
@@ -295,7 +301,7 @@ class Scheduler:
                 if t < seen:
                     if kind != k_wake:
                         d = seen - t
-                        self.last_slip = (node.name, kind, port, t, ev.seq, seen)
+                        self.last_slip = (node.name, kind, port, t, seq, seen)
                         self.slips += 1
                         self.slip_ps += d
                         if d > self.max_slip_ps:
@@ -342,7 +348,7 @@ class Scheduler:
                             inj = target.inj
                             if inj is None:
                                 frames += 1
-                                ev = Event(at, key | dnext if at == t else key, k_route, target.peer,
+                                ev = reuse(free, at, key | dnext if at == t else key, k_route, target.peer,
                                            target.pport, f, lk)
                                 if native:
                                     heap_push(heap, ev)
@@ -371,7 +377,7 @@ class Scheduler:
             d = node.deadline()
             if d < node.sched_wake_at:
                 node.sched_wake_at = d
-                ev = Event(d, node.sched_wake_key | dnext if d == t else node.sched_wake_key, k_wake,
+                ev = reuse(free, d, node.sched_wake_key | dnext if d == t else node.sched_wake_key, k_wake,
                            node, 0, None, False)
                 if native:
                     heap_push(heap, ev)
