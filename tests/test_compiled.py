@@ -199,8 +199,9 @@ def _reusable_install(tmp: Path) -> Compiled | str:
         return "files under %s not in its RECORD or missing: %s" % (site / "ibemu", sorted(on_disk ^ package)[:5])
     layout, suffix = _wheel_layout(), sysconfig.get_config_var("EXT_SUFFIX")
     sources = {name for name in layout if name.endswith(".py")}
-    if {name for name in package if name.endswith(".py")} != sources:
-        return "the installed .py files are not the tree's: %s" % sorted(sources ^ package)[:5]
+    installed = {name for name in package if name.endswith(".py")}
+    if installed != sources:
+        return "the installed .py files are not the tree's: %s" % sorted(sources ^ installed)[:5]
     data = {name for name in package if not name.endswith((".py", suffix))}
     if not _package_data(layout) <= data <= set(layout):
         return "the installed package data is not the tree's: %s" % sorted(data ^ _package_data(layout))[:5]
