@@ -10,7 +10,7 @@
 - Without a C compiler (PATH without gcc/cc, ``CC`` naming a missing program) the package
   builds, installs and runs as pure Python.
 
-The compiled package is had once per module, one of two ways (the fixture prints which):
+The compiled package comes once per module, one of two ways (the fixture prints which):
 - reused: the tests' own environment (``sys.executable``'s, e.g. the quick start's .venv,
   whose ``pip install ".[test]"`` has just compiled the core) holds an installed, not
   editable, ibemu that is provably this tree's build -- every file as its RECORD hashes it,
