@@ -10,28 +10,47 @@
 - Without a C compiler (PATH without gcc/cc, ``CC`` naming a missing program) the package
   builds, installs and runs as pure Python.
 
-The compiled wheel is built once per module (mypyc takes about two minutes of one core).
-Without a C compiler or mypy the compiled half skips, unless ``IBEMU_REQUIRE_COMPILED=1``
-(as in CI, .ci/run), where it fails.  The venvs are made as in tests/test_wheel.py
-(``--system-site-packages``, offline, ``--no-build-isolation``) and every command runs
-from a temporary folder outside the tree, without PYTHONPATH.
+The compiled package comes once per module, one of two ways (the fixture prints which):
+- reused: the tests' own environment (``sys.executable``'s, e.g. the quick start's .venv,
+  whose ``pip install ".[test]"`` has just compiled the core) holds an installed, not
+  editable, ibemu that is provably this tree's build -- every file as its RECORD hashes it,
+  the set of ``.py`` files and each one's bytes those of the tree as the wheel lays it out
+  (layers/ and scenarios/ as ibemu/layers, ibemu/scenarios), the package data the same,
+  and an extension module beside every ``.py`` of the core (``ibemu.core``'s packages) and
+  nowhere else.  Its RECORD then stands for the wheel's file list.
+- built: otherwise (a stale or editable or pure-Python install, or none) a wheel is built
+  from a copy of the tree and installed into a fresh venv (mypyc takes about four minutes
+  of one core).
+Without a compiled install to reuse and without a C compiler or mypy the compiled half
+skips, unless ``IBEMU_REQUIRE_COMPILED=1`` (as in CI, .ci/run), where it fails.  The venvs
+are made as in tests/test_wheel.py (``--system-site-packages``, offline,
+``--no-build-isolation``) and every command runs from a temporary folder outside the
+tree, without PYTHONPATH.
 """
 from __future__ import annotations
 
+import base64
+import concurrent.futures
 import filecmp
+import fnmatch
+import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from ibemu import __version__
+from ibemu.core import COMPILED_PACKAGES, NOT_COMPILED
 from test_wheel import see_parent_venv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,9 +123,113 @@ def _version(bin_dir: Path, cwd: Path, pure: bool = False) -> str:
     return p.stdout.strip()
 
 
+class Compiled(NamedTuple):
+    """The compiled package under test: its files as the wheel names them, the bin/ of a venv
+    where it is installed, and which way it was had ("reused ..." or "built ...")."""
+    names: frozenset[str]
+    bin_dir: Path
+    how: str
+
+
+def _wheel_layout() -> dict[str, Path]:
+    """The tree's files under the names a wheel built from it gives them (ibemu/, and the
+    top-level layers/ and scenarios/ as ibemu/layers, ibemu/scenarios; the checkout's
+    symbolic links skipped, IGNORE's patterns left out, as _build_and_install copies it)."""
+    layout = {}
+    for prefix, top in (("ibemu", ROOT / "ibemu"), ("ibemu/layers", ROOT / "layers"),
+                        ("ibemu/scenarios", ROOT / "scenarios")):
+        for folder, dirs, files in os.walk(top):         # does not descend into the links
+            ignored = IGNORE(folder, dirs + files)
+            dirs[:] = [d for d in dirs if d not in ignored and not os.path.islink(os.path.join(folder, d))]
+            for name in files:
+                if name not in ignored:
+                    path = Path(folder, name)
+                    layout["%s/%s" % (prefix, path.relative_to(top).as_posix())] = path
+    return layout
+
+
+def _package_data(layout: dict[str, Path]) -> set[str]:
+    """The names of the tree's files that pyproject.toml's package-data puts in the wheel."""
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data = table["tool"]["setuptools"]["package-data"]
+    return {name for package, patterns in data.items() for name in layout
+            for pattern in patterns if fnmatch.fnmatchcase(name, package.replace(".", "/") + "/" + pattern)}
+
+
+_PROBE = """import importlib.metadata as m, importlib.util as u, json
+d = m.distribution("ibemu")
+print(json.dumps({"origin": u.find_spec("ibemu").origin, "site": str(d.locate_file("")),
+                  "version": d.version, "direct_url": d.read_text("direct_url.json"),
+                  "files": [[f.as_posix(), f.hash.mode if f.hash else None, f.hash.value if f.hash else None]
+                            for f in d.files or []]}))
+"""
+
+
+def _reusable_install(tmp: Path) -> Compiled | str:
+    """The compiled ibemu installed in the tests' own environment, when it is this tree's
+    build (the module's docstring lists the proofs); else why not, in one line."""
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "python").is_file() or not (bin_dir / "ibemu").is_file():
+        return "%s has no python and ibemu scripts" % bin_dir
+    p = _run([bin_dir / "python", "-c", _PROBE], cwd=tmp)          # outside the tree, no PYTHONPATH
+    if p.returncode != 0:
+        return "no installed ibemu distribution: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    found = json.loads(p.stdout)
+    site = Path(found["site"])
+    if json.loads(found["direct_url"] or "{}").get("dir_info", {}).get("editable"):
+        return "the installed ibemu is an editable install"
+    if found["version"] != tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]:
+        return "the installed ibemu is version %s" % found["version"]
+    if found["origin"] is None or Path(found["origin"]).resolve() != (site / "ibemu" / "__init__.py").resolve() \
+            or (site / "ibemu").resolve() == (ROOT / "ibemu").resolve():
+        return "`import ibemu` does not load the installed distribution's files (%s)" % found["origin"]
+    for name, mode, value in found["files"]:
+        if mode is not None:
+            path = site / name
+            digest = base64.urlsafe_b64encode(hashlib.new(mode, path.read_bytes()).digest()).rstrip(b"=").decode() \
+                if path.is_file() else None
+            if digest != value:
+                return "installed %s is not the file its RECORD lists" % name
+    if not any((site / name).resolve() == (bin_dir / "ibemu").resolve() for name, _, _ in found["files"]):
+        return "%s is not the installed distribution's script" % (bin_dir / "ibemu")
+    names = frozenset(name for name, _, _ in found["files"])
+    package = {name for name in names if name.startswith("ibemu/") and "__pycache__" not in name}
+    on_disk = {"ibemu/" + p.relative_to(site / "ibemu").as_posix() for p in (site / "ibemu").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    if on_disk != package:
+        return "files under %s not in its RECORD or missing: %s" % (site / "ibemu", sorted(on_disk ^ package)[:5])
+    layout, suffix = _wheel_layout(), sysconfig.get_config_var("EXT_SUFFIX")
+    sources = {name for name in layout if name.endswith(".py")}
+    installed = {name for name in package if name.endswith(".py")}
+    if installed != sources:
+        return "the installed .py files are not the tree's: %s" % sorted(sources ^ installed)[:5]
+    data = {name for name in package if not name.endswith((".py", suffix))}
+    if not _package_data(layout) <= data <= set(layout):
+        return "the installed package data is not the tree's: %s" % sorted(data ^ _package_data(layout))[:5]
+    differ = [name for name in sources | data if (site / name).read_bytes() != layout[name].read_bytes()]
+    if differ:
+        return "installed files differ from the tree's: %s" % sorted(differ)[:5]
+    core = {name.removesuffix(".py") + suffix for name in sources
+            if any(name.startswith(p.replace(".", "/") + "/") for p in COMPILED_PACKAGES)
+            and name.removesuffix(".py").removesuffix("/__init__").replace("/", ".") not in NOT_COMPILED}
+    extensions = {name for name in package if name.endswith(suffix)}
+    if extensions != core:
+        return "the installed core is not compiled (extension modules missing or extra: %s)" % sorted(
+            extensions ^ core)[:5]
+    if len([name for name in names if "/" not in name and name.endswith("__mypyc" + suffix)]) != 1:
+        return "the installed distribution has no one mypyc runtime library"
+    return Compiled(names, bin_dir, "reused the compiled ibemu installed in %s" % site)
+
+
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(wheel, venv bin/) of the compiled package -- built once for this module."""
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
+    """The compiled package -- reused when the tests' environment holds this tree's
+    compiled build, else built once for this module (the module's docstring)."""
+    found = _reusable_install(tmp_path_factory.mktemp("probe"))
+    if isinstance(found, Compiled):
+        print("compiled core: " + found.how)
+        return found
+    print("compiled core: not reusing the installed ibemu (%s); building the wheel" % found)
     why = None
     if _compiler() is None:
         why = "no C compiler (CC or Python's configured one) on the PATH"
@@ -116,12 +239,13 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         if os.environ.get("IBEMU_REQUIRE_COMPILED") == "1":
             pytest.fail("the compiled core is required here (IBEMU_REQUIRE_COMPILED=1): " + why)
         pytest.skip("compiled core not buildable: " + why)
-    return _build_and_install(tmp_path_factory.mktemp("compiled"), _env())
+    wheel, bin_dir = _build_and_install(tmp_path_factory.mktemp("compiled"), _env())
+    return Compiled(frozenset(zipfile.ZipFile(wheel).namelist()), bin_dir, "built " + wheel.name)
 
 
-def test_the_wheel_holds_extension_modules_and_sources(compiled: tuple[Path, Path]) -> None:
-    wheel, _ = compiled
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_the_wheel_holds_extension_modules_and_sources(compiled: Compiled) -> None:
+    """The wheel's file list (the installed RECORD when the fixture reused an install)."""
+    names = compiled.names
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     for module in ("ibemu/sim/scheduler", "ibemu/fabric/switch", "ibemu/fabric/credits", "ibemu/fabric/qp/requester",
                    "ibemu/wire/codec", "ibemu/cc/hp/marking", "ibemu/cc/cca/switch"):
@@ -131,8 +255,8 @@ def test_the_wheel_holds_extension_modules_and_sources(compiled: tuple[Path, Pat
     assert "ibemu/scenarios/quickstart.toml" in names and "ibemu/layers/wireshark/ibemu.lua" in names
 
 
-def test_version_says_which_core(compiled: tuple[Path, Path], tmp_path: Path) -> None:
-    _, bin_dir = compiled
+def test_version_says_which_core(compiled: Compiled, tmp_path: Path) -> None:
+    bin_dir = compiled.bin_dir
     assert _version(bin_dir, tmp_path) == _expected(COMPILED)
     assert _version(bin_dir, tmp_path, pure=True) == _expected(PURE)
     code = ("import ibemu, ibemu.sim.scheduler as s, ibemu.fabric.switch as w; "
@@ -152,26 +276,29 @@ def _outputs(root: Path) -> set[Path]:
             if p.is_file() and p.suffix not in compare_base.SKIP_SUFFIXES}
 
 
-def test_compiled_and_pure_outputs_are_byte_identical(compiled: tuple[Path, Path], tmp_path: Path) -> None:
+def test_compiled_and_pure_outputs_are_byte_identical(compiled: Compiled, tmp_path: Path) -> None:
     """Every shipped scenario at CI size (benchmarks/compare_base.py's short runs, with a
-    capture), compiled and pure side by side (one process each, at once), each from its own
-    folder into the same relative output path, so the files compare raw, byte for byte."""
-    _, bin_dir = compiled
+    capture), compiled and pure, each from its own folder into the same relative output
+    path, so the files compare raw, byte for byte.  The runs go two at a time (CI's two
+    cores), the pure ones queued first: the pure congestion_tree run alone takes longer
+    than all the others, so the second process works through them meanwhile rather than
+    waiting for it (one pair per scenario, as before, left a core idle while it ran)."""
+    bin_dir = compiled.bin_dir
     names = compare_base.scenarios(ROOT)
     assert len(names) >= 10, names
-    cwd = {"compiled": tmp_path / "compiled", "pure": tmp_path / "pure"}
+    cwd = {"pure": tmp_path / "pure", "compiled": tmp_path / "compiled"}
     env = {"compiled": _env(), "pure": _env(IBEMU_PURE="1")}
-    for name in names:
-        args = [str(bin_dir / "ibemu"), "run", name, "--duration", compare_base.DURATION, "--out", "run-" + name,
-                "--pcap", "run-%s/capture.pcap" % name, "--no-plots", "-q"]
-        procs = {}
-        for kind in cwd:
-            (cwd[kind] / ("run-" + name)).mkdir(parents=True)        # --pcap needs its folder
-            procs[kind] = subprocess.Popen(args, cwd=cwd[kind], env=env[kind], stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, text=True)
-        for kind, proc in procs.items():
-            out, err = proc.communicate(timeout=900)
-            assert proc.returncode == 0, (kind, name, out + err)
+
+    def run(kind: str, name: str) -> subprocess.CompletedProcess[str]:
+        (cwd[kind] / ("run-" + name)).mkdir(parents=True)            # --pcap needs its folder
+        return _run([bin_dir / "ibemu", "run", name, "--duration", compare_base.DURATION, "--out", "run-" + name,
+                     "--pcap", "run-%s/capture.pcap" % name, "--no-plots", "-q"], cwd=cwd[kind], env=env[kind])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        done = {(kind, name): pool.submit(run, kind, name) for kind in cwd for name in names}
+    for (kind, name), future in done.items():
+        p = future.result()
+        assert p.returncode == 0, (kind, name, p.stdout + p.stderr)
     files = _outputs(cwd["compiled"])
     assert files == _outputs(cwd["pure"])
     for name in names:
