@@ -10,7 +10,7 @@ from typing import Any
 
 import ibemu.sim
 from ibemu.sim import INF, WAKE, Scheduler, VirtualEngine
-from ibemu.sim.scheduler import SimNode
+from ibemu.sim.scheduler import NEVER, SimNode
 
 
 class FakeNode(SimNode):
@@ -99,7 +99,7 @@ def test_a_deadline_is_armed_once_and_rearmed_after_it_fires():
     s.run(1000)
     assert fired == [100, 200, 300]
     assert [e for e in a.seen if e[0] == "wake"] == [("wake", 100), ("wake", 200), ("wake", 300)]
-    assert a.sched_wake_at == INF and not s.heap
+    assert a.sched_wake_at == NEVER and not s.heap          # no wake pending (the in-process "never")
 
 
 def test_an_earlier_deadline_is_armed_and_the_later_wake_is_harmless():

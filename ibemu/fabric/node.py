@@ -14,7 +14,7 @@ import heapq
 from typing import Any, Final, TYPE_CHECKING, TypeAlias
 
 from ..sim.heap import NATIVE, Ordered, heap_pop, heap_push
-from ..sim.scheduler import INF, SimNode
+from ..sim.scheduler import NEVER, SimNode
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
@@ -191,7 +191,7 @@ class Node(SimNode):
 
     def deadline(self) -> int:
         timers: list[Timer] = self.timers
-        return timers[0].time if timers else INF
+        return timers[0].time if timers else NEVER
 
     def on_timer(self, kind: int, now: int, arg: Any) -> None:
         """A deadline of *kind* (other than :data:`T_CALL`) is due; subclasses handle

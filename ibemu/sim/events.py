@@ -8,7 +8,12 @@ from typing import Any, Final, Protocol
 from .heap import Ordered
 
 INF: Final = 1 << 62
-"""A time after every event ("no deadline")."""
+"""A time after every event ("no deadline"; the sync protocol's "never", docs/sync-protocol.md)."""
+NEVER: Final = INF - 1
+"""The same within a process, where only the scheduler reads it (:meth:`SimNode.deadline`,
+``sched_wake_at``): the largest int the compiled core holds unboxed, so comparing a
+deadline with it takes no Python long (issue 28: :data:`INF` took the slow path twice
+an event)."""
 
 
 class SimNode:
@@ -33,7 +38,7 @@ class SimNode:
         # the scheduler's (Scheduler.__init__ sets them): the time of the WAKE it has
         # pending for this node, its WAKE key without the depth, and where each port's
         # frames go, indexed by port number (None: unconnected)
-        self.sched_wake_at = INF
+        self.sched_wake_at = NEVER
         self.sched_wake_key = 0
         self.sched_peers: list[PortPeer | None] = []
 
@@ -56,9 +61,9 @@ class SimNode:
         return self.timers[0][0] if self.timers else None
 
     def deadline(self) -> int:
-        """:meth:`next_deadline` as an int, :data:`INF` for none (the hot loop's: no
+        """:meth:`next_deadline` as an int, :data:`NEVER` for none (the hot loop's: no
         boxing; :class:`ibemu.fabric.node.Node` reads its typed timers)."""
-        return self.timers[0][0] if self.timers else INF
+        return self.timers[0][0] if self.timers else NEVER
 
 
 class Capture(Protocol):

@@ -59,11 +59,11 @@ from heapq import heappop, heappush
 from typing import Any, Final, cast
 
 from .heap import NATIVE, heap_pop, heap_push, push
-from .events import FREE_MAX, INF, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode, reuse
+from .events import FREE_MAX, INF, NEVER, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode, reuse
 from .order import (DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
                     WAKE_PORT, arrival_order, depth_of, order, port_rank)
 
-__all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH",
+__all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH", "NEVER",
            "MAX_NODES", "MAX_PORT", "NODE_SHIFT", "PORT_SHIFT", "WAKE", "WAKE_PORT", "Capture", "Event", "FaultyLink",
            "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order",
            "port_rank"]
@@ -100,7 +100,7 @@ class Scheduler:
                 n.sched_id = i
             if n.sched_id >= MAX_NODES:
                 raise ValueError("at most %d nodes, got node index %d" % (MAX_NODES, n.sched_id))
-            n.sched_wake_at = INF
+            n.sched_wake_at = NEVER
             n.sched_wake_key = order(0, n.sched_id, WAKE_PORT)
             n.sched_peers = []
         # the wall clock's hooks (ibemu.runtime.loop)
@@ -253,7 +253,7 @@ class Scheduler:
         heap = self.heap
         pop, push_ = heappop, heappush      # pure Python's heap, as locals: faster
         native = NATIVE                     # the compiled core's heap (.heap): native calls
-        k_deliver, k_wake, k_faulty, k_intact, inf = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, INF
+        k_deliver, k_wake, k_faulty, k_intact, never = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, NEVER
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
         lmask = LSEQ_MASK
         dshift = DEPTH_SHIFT
@@ -269,7 +269,7 @@ class Scheduler:
         last = self.last_now
         free = self.free
         free_max = FREE_MAX
-        next_report = self.now + progress_step if progress is not None else INF
+        next_report = self.now + progress_step if progress is not None else NEVER
         events = 0
         frames = 0
         if poll is not None:
@@ -320,7 +320,7 @@ class Scheduler:
                 node.receive(port, frame, link, now)
             else:
                 if node.sched_wake_at == t:
-                    node.sched_wake_at = inf
+                    node.sched_wake_at = never
                 node.wake(now)
             # the node's transmissions, then its next deadline (inlined route, arm)
             outbox = node.outbox
