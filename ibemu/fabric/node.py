@@ -243,8 +243,13 @@ class Node(SimNode):
 
     def _fcp_out(self, port: Port, now: int) -> None:
         """Send the first pending flow-control packet now (the link is free)."""
-        vl = next(iter(port.fcp_pending))
-        self._emit_fcp(port, vl, port.fcp_pending.pop(vl), now)
+        pending = port.fcp_pending
+        vl = -1
+        for vl in pending:                  # the first waiting, in the order they came
+            break
+        op = pending[vl]
+        del pending[vl]                     # (not next(iter()) and pop(): calls by name)
+        self._emit_fcp(port, vl, op, now)
         port.busy_until = now + port.fcp_time
         self.record_tx(port, now, LINK_LEN, False)
 
