@@ -111,7 +111,7 @@ class PortCounters:
             return
         glob = get_lnh(frame) == LNH_IBA_GLOBAL
         if not glob or n > CN_GLOBAL:
-            cn = frame[CN_GLOBAL if glob else CN_LOCAL]     # FECN bit 7, BECN bit 6 (IBA 9.2)
+            cn = frame[CN_GLOBAL] if glob else frame[CN_LOCAL]  # FECN bit 7, BECN bit 6 (IBA 9.2)
             if cn & 0x80:
                 self.rcv_fecn += 1
             if cn & 0x40:

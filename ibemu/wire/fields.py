@@ -33,6 +33,9 @@ __all__ = ["get_vl", "get_lver", "get_sl", "get_lnh", "get_dlid", "get_pktlen", 
 #   ``set_becn``: LNH 2 or 3 (the BTH after the GRH), for switches, which forward and
 #   mark either; ``get_fecn_local``/``get_becn_local`` read the LNH-2 position whatever
 #   the LNH.
+# - A constant index (a layout offset, not a variable one) is a static object in the
+#   compiled core, so ``*_any`` pick the subscript, not the offset: no int is boxed per
+#   read (issue 28).
 # - Setters patch the CRCs: a variant field (VL, FECN, BECN) patches the VCRC in place;
 #   an invariant one (AckReq) recomputes ICRC and VCRC.
 
@@ -83,7 +86,7 @@ def get_opcode(buf: Buf) -> int:
 
 def get_opcode_any(buf: Buf) -> int:
     """BTH OpCode of an LNH 2 or 3 packet."""
-    return buf[OPCODE_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else OPCODE_LOCAL]
+    return buf[OPCODE_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[OPCODE_LOCAL]
 
 
 def get_se(buf: Buf) -> int:
@@ -113,18 +116,19 @@ def get_pkey(buf: Buf) -> int:
 
 def get_pkey_any(buf: Buf) -> int:
     """BTH P_Key of an LNH 2 or 3 packet."""
-    off = PKEY_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else PKEY_LOCAL
-    return (buf[off] << 8) | buf[off + 1]
+    if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL:
+        return (buf[PKEY_GLOBAL] << 8) | buf[PKEY_GLOBAL + 1]
+    return (buf[PKEY_LOCAL] << 8) | buf[PKEY_LOCAL + 1]
 
 
 def get_fecn(buf: Buf) -> int:
     """BTH FECN of an LNH 2 or 3 packet."""
-    return buf[CN_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else CN_LOCAL] >> 7
+    return (buf[CN_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[CN_LOCAL]) >> 7
 
 
 def get_becn(buf: Buf) -> int:
     """BTH BECN of an LNH 2 or 3 packet."""
-    return (buf[CN_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else CN_LOCAL] >> 6) & 1
+    return ((buf[CN_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[CN_LOCAL]) >> 6) & 1
 
 
 def get_fecn_local(buf: Buf) -> int:
