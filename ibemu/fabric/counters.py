@@ -111,7 +111,12 @@ class PortCounters:
             return
         glob = get_lnh(frame) == LNH_IBA_GLOBAL
         if not glob or n > CN_GLOBAL:
-            cn = frame[CN_GLOBAL if glob else CN_LOCAL]     # FECN bit 7, BECN bit 6 (IBA 9.2)
+            # FECN bit 7, BECN bit 6 (IBA 9.2); the same read on a frame typed bytes is
+            # native in the compiled core (an HCA's packets; ibemu/wire/fields.py)
+            if isinstance(frame, bytes):
+                cn = frame[CN_GLOBAL] if glob else frame[CN_LOCAL]
+            else:
+                cn = frame[CN_GLOBAL] if glob else frame[CN_LOCAL]
             if cn & 0x80:
                 self.rcv_fecn += 1
             if cn & 0x40:

@@ -115,7 +115,10 @@ class HCA(Node):
             if self.receive_link(port, buf, now, check) is not None:
                 self._try_send(now)
             return
-        frame = buf if isinstance(buf, bytearray) else bytearray(buf)   # packets are bytearrays
+        # held as bytes once it is in: the HCA and its QPs only read a packet they take in,
+        # and the compiled core reads bytes natively, a bytearray generically (wire/fields.py;
+        # issue 28: one copy, about as dear as eight reads, against twenty-odd reads)
+        frame = buf if isinstance(buf, bytes) else bytes(buf)
         n = len(frame)
         port.pc.received(frame)
         if check and not frame_intact(frame):   # length, PktLen, VCRC (node.py)
@@ -130,7 +133,7 @@ class HCA(Node):
             return
         self.at_kind(now + port.tx_time(n), T_RX_DONE if check else T_RX_DONE_INTACT, frame)  # (VL read then)
 
-    def _rx_done(self, now: int, frame: bytearray, vl: int, check: bool = True) -> None:
+    def _rx_done(self, now: int, frame: bytes, vl: int, check: bool = True) -> None:
         port = self.port
         if vl != VL15:
             port.rx[vl].freed(blocks_of(len(frame)))

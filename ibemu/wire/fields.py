@@ -33,11 +33,21 @@ __all__ = ["get_vl", "get_lver", "get_sl", "get_lnh", "get_dlid", "get_pktlen", 
 #   ``set_becn``: LNH 2 or 3 (the BTH after the GRH), for switches, which forward and
 #   mark either; ``get_fecn_local``/``get_becn_local`` read the LNH-2 position whatever
 #   the LNH.
+# - The accessors read on every packet an HCA takes in (``get_vl`` ... ``payload_len``,
+#   each with an ``isinstance(buf, bytes)`` branch) repeat their reads on a buf typed
+#   ``bytes``: there the compiled core reads each byte natively, where a ``bytearray`` or
+#   ``memoryview`` takes a generic subscript (mypyc reads ``bytes`` natively, nothing
+#   else; issue 28).  The HCA holds a packet as ``bytes`` once it is in (hca.py).
+# - A constant index (a layout offset, not a variable one) is a static object in the
+#   compiled core, so ``*_any`` pick the subscript, not the offset: no int is boxed per
+#   read (issue 28).
 # - Setters patch the CRCs: a variant field (VL, FECN, BECN) patches the VCRC in place;
 #   an invariant one (AckReq) recomputes ICRC and VCRC.
 
 def get_vl(buf: Buf) -> int:
     """LRH VL (IBA 7.7.2)."""
+    if isinstance(buf, bytes):
+        return buf[LRH_VL] >> 4
     return buf[LRH_VL] >> 4
 
 
@@ -48,26 +58,36 @@ def get_lver(buf: Buf) -> int:
 
 def get_sl(buf: Buf) -> int:
     """LRH SL (service level, IBA 7.7.4)."""
+    if isinstance(buf, bytes):
+        return buf[LRH_SL] >> 4
     return buf[LRH_SL] >> 4
 
 
 def get_lnh(buf: Buf) -> int:
     """LRH LNH: 2 IBA local (BTH next), 3 IBA global (GRH next); 0/1 raw (IBA 7.7.5)."""
+    if isinstance(buf, bytes):
+        return buf[LRH_SL] & 3
     return buf[LRH_SL] & 3
 
 
 def get_dlid(buf: Buf) -> int:
     """LRH destination LID."""
+    if isinstance(buf, bytes):
+        return (buf[LRH_DLID] << 8) | buf[LRH_DLID + 1]
     return (buf[LRH_DLID] << 8) | buf[LRH_DLID + 1]
 
 
 def get_pktlen(buf: Buf) -> int:
     """LRH PktLen: the packet's length in 4-byte words, LRH to ICRC (IBA 7.7.8)."""
+    if isinstance(buf, bytes):
+        return ((buf[LRH_PKTLEN] & 7) << 8) | buf[LRH_PKTLEN + 1]
     return ((buf[LRH_PKTLEN] & 7) << 8) | buf[LRH_PKTLEN + 1]
 
 
 def get_slid(buf: Buf) -> int:
     """LRH source LID."""
+    if isinstance(buf, bytes):
+        return (buf[LRH_SLID] << 8) | buf[LRH_SLID + 1]
     return (buf[LRH_SLID] << 8) | buf[LRH_SLID + 1]
 
 
@@ -78,12 +98,14 @@ def bth_offset(buf: Buf) -> int:
 
 def get_opcode(buf: Buf) -> int:
     """BTH OpCode (LNH 2)."""
+    if isinstance(buf, bytes):
+        return buf[OPCODE_LOCAL]
     return buf[OPCODE_LOCAL]
 
 
 def get_opcode_any(buf: Buf) -> int:
     """BTH OpCode of an LNH 2 or 3 packet."""
-    return buf[OPCODE_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else OPCODE_LOCAL]
+    return buf[OPCODE_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[OPCODE_LOCAL]
 
 
 def get_se(buf: Buf) -> int:
@@ -98,6 +120,8 @@ def get_m(buf: Buf) -> int:
 
 def get_padcnt(buf: Buf) -> int:
     """BTH PadCnt: pad bytes after the payload (LNH 2)."""
+    if isinstance(buf, bytes):
+        return (buf[FLAGS_LOCAL] >> 4) & 3
     return (buf[FLAGS_LOCAL] >> 4) & 3
 
 
@@ -108,52 +132,67 @@ def get_tver(buf: Buf) -> int:
 
 def get_pkey(buf: Buf) -> int:
     """BTH P_Key (LNH 2)."""
+    if isinstance(buf, bytes):
+        return (buf[PKEY_LOCAL] << 8) | buf[PKEY_LOCAL + 1]
     return (buf[PKEY_LOCAL] << 8) | buf[PKEY_LOCAL + 1]
 
 
 def get_pkey_any(buf: Buf) -> int:
     """BTH P_Key of an LNH 2 or 3 packet."""
-    off = PKEY_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else PKEY_LOCAL
-    return (buf[off] << 8) | buf[off + 1]
+    if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL:
+        return (buf[PKEY_GLOBAL] << 8) | buf[PKEY_GLOBAL + 1]
+    return (buf[PKEY_LOCAL] << 8) | buf[PKEY_LOCAL + 1]
 
 
 def get_fecn(buf: Buf) -> int:
     """BTH FECN of an LNH 2 or 3 packet."""
-    return buf[CN_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else CN_LOCAL] >> 7
+    return (buf[CN_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[CN_LOCAL]) >> 7
 
 
 def get_becn(buf: Buf) -> int:
     """BTH BECN of an LNH 2 or 3 packet."""
-    return (buf[CN_GLOBAL if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else CN_LOCAL] >> 6) & 1
+    return ((buf[CN_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[CN_LOCAL]) >> 6) & 1
 
 
 def get_fecn_local(buf: Buf) -> int:
     """BTH FECN at its LNH-2 position."""
+    if isinstance(buf, bytes):
+        return buf[CN_LOCAL] >> 7
     return buf[CN_LOCAL] >> 7
 
 
 def get_becn_local(buf: Buf) -> int:
     """BTH BECN at its LNH-2 position."""
+    if isinstance(buf, bytes):
+        return (buf[CN_LOCAL] >> 6) & 1
     return (buf[CN_LOCAL] >> 6) & 1
 
 
 def get_destqp(buf: Buf) -> int:
     """BTH DestQP (LNH 2)."""
+    if isinstance(buf, bytes):
+        return (buf[DESTQP_LOCAL] << 16) | (buf[DESTQP_LOCAL + 1] << 8) | buf[DESTQP_LOCAL + 2]
     return (buf[DESTQP_LOCAL] << 16) | (buf[DESTQP_LOCAL + 1] << 8) | buf[DESTQP_LOCAL + 2]
 
 
 def get_ackreq(buf: Buf) -> int:
     """BTH AckReq (LNH 2)."""
+    if isinstance(buf, bytes):
+        return buf[ACKREQ_LOCAL] >> 7
     return buf[ACKREQ_LOCAL] >> 7
 
 
 def get_psn(buf: Buf) -> int:
     """BTH PSN (LNH 2)."""
+    if isinstance(buf, bytes):
+        return (buf[PSN_LOCAL] << 16) | (buf[PSN_LOCAL + 1] << 8) | buf[PSN_LOCAL + 2]
     return (buf[PSN_LOCAL] << 16) | (buf[PSN_LOCAL + 1] << 8) | buf[PSN_LOCAL + 2]
 
 
 def get_aeth_syndrome(buf: Buf) -> int:
     """AETH Syndrome of an ACK or READ response (LNH 2; IBA 9.7.5.1)."""
+    if isinstance(buf, bytes):
+        return buf[EXT_LOCAL + AETH_SYNDROME]
     return buf[EXT_LOCAL + AETH_SYNDROME]
 
 
@@ -191,6 +230,8 @@ def get_reth_dma_len(buf: Buf) -> int:
 
 def payload_len(buf: Buf) -> int:
     """Payload bytes of an LNH-2 packet (headers, extension headers, pad, CRCs removed)."""
+    if isinstance(buf, bytes):
+        return len(buf) - PACKET_OVERHEAD - EXT_LEN.get(buf[OPCODE_LOCAL], 0) - ((buf[FLAGS_LOCAL] >> 4) & 3)
     return len(buf) - PACKET_OVERHEAD - EXT_LEN.get(buf[OPCODE_LOCAL], 0) - ((buf[FLAGS_LOCAL] >> 4) & 3)
 
 

@@ -313,7 +313,8 @@ class RCRequester(FlowSource):
             self.una = una = (psn + 1) % PSN_MOD
             unacked = self._unacked
             while unacked:
-                first, npk = unacked[0][0], unacked[0][1]
+                head = unacked[0]
+                first, npk = head[0], head[1]
                 d = (una - first) % PSN_MOD
                 if d >= npk and d < PSN_HALF:
                     unacked.popleft()
