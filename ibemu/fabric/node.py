@@ -245,7 +245,8 @@ class Node(SimNode):
         """Send the first pending flow-control packet now (the link is free)."""
         pending = port.fcp_pending
         vl = -1
-        for vl in pending:                  # the first waiting, in the order they came
+        for first in pending:               # the first waiting, in the order they came
+            vl = first
             break
         op = pending[vl]
         del pending[vl]                     # (not next(iter()) and pop(): calls by name)
