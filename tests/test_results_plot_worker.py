@@ -3,11 +3,15 @@ the same files as in-process, and every failure of the worker one line on stderr
 plots drawn in-process, or the in-process path's error for a file; no process left behind.
 
 The worker is forked, so a function patched here before it starts is patched in it too:
-that is how the worker is made to fail."""
+that is how the worker is made to fail.  Threads that other tests leave idle in this
+process (trio's thread cache, ...) would make it refuse to fork
+(:func:`~ibemu.results.plot_worker.other_threads`): the tests that need a worker say
+there are none, and the refusal has its own test."""
 from __future__ import annotations
 
 import errno
 import os
+import threading
 import warnings
 from pathlib import Path
 
@@ -29,6 +33,11 @@ TAIL = "; drawing the plots in this process"
 def run():
     scn = load_scenario("scenarios/santos_fig1.toml", ["scenario.duration=1ms"])
     return scn, run_virtual(scn, progress=False)
+
+
+@pytest.fixture(autouse=True)
+def no_other_threads(monkeypatch):
+    monkeypatch.setattr(pw, "other_threads", list)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -153,3 +162,19 @@ def test_the_switch_draws_in_process(run, monkeypatch):
         warnings.simplefilter("error")
         with pw.started(run[0]) as plotter:
             assert plotter is None
+
+
+def test_no_fork_beside_another_thread(run, monkeypatch, capsys):
+    monkeypatch.undo()                              # the real check
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, name="busy-elsewhere")
+    other.start()
+    try:
+        with pw.started(run[0]) as plotter:
+            assert plotter is None
+    finally:
+        stop.set()
+        other.join()
+    err = capsys.readouterr().err
+    assert err.startswith(NOTE + "forking is unsafe with other threads running (") and "busy-elsewhere" in err
+    assert err.endswith(TAIL + "\n") and err.count("\n") == 1

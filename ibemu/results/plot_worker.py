@@ -16,10 +16,10 @@ Why ``fork`` (not ``forkserver`` or ``spawn``): the worker starts with the modul
 imported and the scenario in memory, at the cost of a ``fork`` (milliseconds), where a
 fresh interpreter would import numpy and ibemu again.  ``fork`` is unsafe when another
 thread holds a lock the child then needs.  At the fork, the run's process has one Python
-thread (:meth:`PlotWorker.start` checks, else draws in-process).  Its native threads are
-OpenBLAS's pool, which numpy's OpenBLAS stops before a fork and restarts after it (its
-``pthread_atfork`` handler, ``openblas_fork_handler``), and, on a terminal, tqdm's monitor
-waiting on its own event.  The child only imports, draws with matplotlib's Agg canvas and
+thread, and on a terminal tqdm's monitor, waiting on its own event (:func:`other_threads`;
+with any other thread, the plots are drawn in-process).  Its native threads are OpenBLAS's
+pool, which numpy's OpenBLAS stops before a fork and starts again after it (its
+``pthread_atfork`` handler, ``openblas_fork_handler``).  The child only imports, draws with matplotlib's Agg canvas and
 writes files, and prints nothing (its warnings are sent back, and shown by the run's process).
 
 A worker that cannot be started, dies, or fails otherwise than on a file costs one line on
@@ -56,6 +56,15 @@ Caught = list[tuple[str, type[Warning], str, int]]
 
 def note(text: str) -> None:
     print("ibemu: plot worker: %s; drawing the plots in this process" % text, file=sys.stderr)
+
+
+def other_threads() -> list[str]:
+    """The names of the threads running besides this one and tqdm's monitor (which
+    :class:`~.phases.Phases` leaves behind on a terminal: it wakes every 10 s to check
+    tqdm's bars, under tqdm's lock, which the worker never takes)."""
+    me = threading.current_thread()
+    return [t.name for t in threading.enumerate()
+            if t is not me and t.is_alive() and type(t).__name__ != "TMonitor"]
 
 
 def _warm_up() -> None:
@@ -121,8 +130,9 @@ class PlotWorker:
         is off) when it cannot be."""
         if os.environ.get(ENV, "1").strip() == "0":
             return None
-        if threading.active_count() > 1:
-            note("this process runs %d threads, forking it is unsafe" % threading.active_count())
+        others = other_threads()
+        if others:
+            note("forking is unsafe with other threads running (%s)" % ", ".join(others))
             return None
         try:
             ctx = multiprocessing.get_context("fork")
