@@ -4,6 +4,7 @@
     PYTHONPATH=. python benchmarks/bench_outputs.py                  # seed 003 Fig. 1, L=R=10, 100 ms
     PYTHONPATH=. python benchmarks/bench_outputs.py --scenario benchmarks/data/fat_tree128_shift.toml \\
         --duration 3ms --set ''
+    PYTHONPATH=. python benchmarks/bench_outputs.py --fat-tree 648 --duration 0.5ms --handover-only
 
 The scenario runs once in this process without an output folder; then its output folder
 is written ``--repeat`` times (default 3) into a scratch folder.  Printed, in CPU seconds
@@ -13,6 +14,10 @@ clock) and wall seconds:
 - the first ``write_outputs`` of the process, which imports matplotlib;
 - the best of the repeats after it: the whole folder, the files without the plots
   (``output.plots`` off), and each plot function;
+- the plot worker's hand-over (``ibemu run`` draws its plots in a worker process,
+  :mod:`ibemu.results.plot_worker`): building the job it is sent (the series and
+  :class:`~ibemu.results.plot_data.PlotData`) and pickling it, CPU seconds and size; the
+  scenario's pickle for comparison (the forked worker has the scenario already);
 - in fresh interpreters, best of ``--repeat``: ``import ibemu.cli, ibemu.run`` (what
   ``ibemu run`` imports before it reads the scenario) and ``import matplotlib.figure``
   after numpy (what the first plot adds).
@@ -53,6 +58,33 @@ def import_seconds(statement: str, repeat: int) -> float:
     return best(statement) - best("pass")
 
 
+def handover(metrics: Any, scn: Any, repeat: int) -> None:
+    """What write_outputs sends a plot worker (the series it computes for the CSVs anyway,
+    and PlotData): the job built and pickled, best of *repeat*."""
+    import pickle
+
+    from ibemu.results.plot_data import PlotData, PlotJob
+
+    win = scn.output.window or metrics.window
+    names = metrics.link_names()
+    series = ([(n, metrics.link_utilization_series(n, True, win)) for n in names],
+              [(n, metrics.link_utilization_series(n, False, win)) for n in names],
+              [(n, metrics.flow_rate_series(n, win)) for n in metrics.flow_names()],
+              [(g, metrics.group_rate_series(g, win)) for g in metrics.groups()])
+    sizes: list[int] = []
+
+    def job() -> None:
+        sizes.append(len(pickle.dumps(PlotJob(PlotData.of(metrics), metrics.times_ms(), *series))))
+
+    cpu = min(timed(job)[0] for _ in range(repeat))
+    data = min(timed(PlotData.of, metrics)[0] for _ in range(repeat))
+    scn_cpu = min(timed(pickle.dumps, scn)[0] for _ in range(repeat))
+    print("plot worker hand-over: %d links, %d flows, %d bins; job %.1f MB, PlotData.of + pickle %.3f s CPU "
+          "(PlotData.of %.3f s); the scenario's pickle (not sent) %.1f MB, %.3f s CPU"
+          % (len(names), len(metrics.flow_names()), metrics.nbins, sizes[-1] / 1e6, cpu, data,
+             len(pickle.dumps(scn)) / 1e6, scn_cpu))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", default=str(HERE / "scenarios" / "santos_fig1.toml"))
@@ -60,6 +92,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=None,
                     help="overrides (default template.L=10 template.R=10; --set '' for none)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--fat-tree", type=int, default=0, help="hosts of a fat_tree2 (bench_scale.py's) instead")
+    ap.add_argument("--handover-only", action="store_true", help="only the plot worker's hand-over")
     args = ap.parse_args()
     sets = [s for s in (args.set if args.set is not None else ["template.L=10", "template.R=10"]) if s]
 
@@ -69,10 +103,18 @@ def main() -> None:
     from ibemu.scenario import load_scenario
     from ibemu.scenario.overrides import run_overrides
 
-    scn = load_scenario(args.scenario, run_overrides(sets, None, args.duration))
+    if args.fat_tree:
+        sys.path.insert(0, str(HERE / "benchmarks"))
+        from bench_scale import scenario as fat_tree
+        scn = fat_tree(args.fat_tree, float(args.duration.removesuffix("ms")))
+    else:
+        scn = load_scenario(args.scenario, run_overrides(sets, None, args.duration))
     t = time.perf_counter()
     result = run_virtual(scn, progress=False)
     print("%s, %s: %d events, run %.2f s wall" % (scn.name, args.duration, result.events, time.perf_counter() - t))
+    handover(result.metrics, scn, args.repeat)
+    if args.handover_only:
+        return
     spent: dict[str, list[float]] = defaultdict(list)
     for name in PLOTS:                      # each plot function timed as write_outputs calls it
         original = getattr(plots, name)

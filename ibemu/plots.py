@@ -33,7 +33,29 @@ PNG_OPTIONS: dict[str, Any] = {"metadata": {"Software": None},        # the same
                                "pil_kwargs": {"compress_level": 3}}   # zlib's 6 took twice the time, 15 % smaller
 
 
-def _pick_links(metrics: Metrics, wanted: list[str]) -> list[str]:
+class PlotSource(Protocol):
+    """What the plots read of a run: :class:`~ibemu.results.Metrics`, or the copy of
+    those parts that a plot worker process is sent (:class:`ibemu.results.plot_data.PlotData`)."""
+    window: int
+    traces: dict[tuple[str, str], list[tuple[int, float]]]
+    events: list[tuple[int, str, str]]
+
+    def link_names(self) -> list[str]: ...
+
+    def has_link(self, label: str) -> bool: ...
+
+    def link_totals(self, label: str) -> tuple[int, int, int]: ...
+
+    def flow_names(self) -> list[str]: ...
+
+    def groups(self) -> dict[str, list[str]]: ...
+
+    def latencies(self, name: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def completion(self, name: str) -> int | None: ...
+
+
+def _pick_links(metrics: PlotSource, wanted: list[str]) -> list[str]:
     """The links of throughput.png: *wanted* (those the fabric has), else the busiest
     PLOT_MAX_LINKS that carried anything, in link order."""
     names = metrics.link_names()
@@ -47,7 +69,7 @@ def _pick_links(metrics: Metrics, wanted: list[str]) -> list[str]:
     return [names[i] for i in sorted(busy[:PLOT_MAX_LINKS]) if sent[i] > 0]
 
 
-def plot_run(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
+def plot_run(metrics: PlotSource, scenario: Scenario, out: Path, times: np.ndarray,
              link_data: dict[str, np.ndarray], link_all: dict[str, np.ndarray],
              flow_cols: dict[str, np.ndarray], group_cols: dict[str, np.ndarray]) -> None:
     """throughput.png (the chosen links' data utilization and the groups' rates, else
@@ -267,7 +289,7 @@ def link_heatmap(run: Metrics | RunFolder, path: str | Path, levels: Mapping[str
 PLOT_MAX_TRACES = 12        # curves per panel of cc.png
 
 
-def plot_traces(metrics: Metrics, scenario: Scenario, out: Path) -> None:
+def plot_traces(metrics: PlotSource, scenario: Scenario, out: Path) -> None:
     """cc.png: one panel per traced congestion-control variable (CCTI, CIPD, CWND,
     Marking_Rate, ...), a step curve per owner, and the logged events as ticks."""
     from matplotlib.figure import Figure
@@ -301,7 +323,7 @@ def plot_traces(metrics: Metrics, scenario: Scenario, out: Path) -> None:
 PLOT_MAX_CDFS = 10          # curves per panel of latency.png
 
 
-def _cdf_curves(metrics: Metrics, scenario: Scenario, which: int) -> list[tuple[str, np.ndarray]]:
+def _cdf_curves(metrics: PlotSource, scenario: Scenario, which: int) -> list[tuple[str, np.ndarray]]:
     """(label, sorted samples in µs) per group (the chosen plot_groups, else all), else
     per flow for latencies and one curve for completion times; the first PLOT_MAX_CDFS
     with samples.  *which*: 0 message latencies, 1 the finite flows' completion times."""
@@ -327,7 +349,7 @@ def _cdf_curves(metrics: Metrics, scenario: Scenario, which: int) -> list[tuple[
     return [(label, x) for label, x in curves if len(x)][:PLOT_MAX_CDFS]
 
 
-def plot_latency(metrics: Metrics, scenario: Scenario, out: Path) -> None:
+def plot_latency(metrics: PlotSource, scenario: Scenario, out: Path) -> None:
     """latency.png: the empirical CDF of message latency (first byte sent to last byte
     delivered) per group, else per flow; and, with two or more finished finite flows,
     the CDF of their completion times.  Log-scaled time axis when the samples span more

@@ -30,6 +30,7 @@ from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
 from .results.jobs import job_info
 from .results.phases import Phases
+from .results.plot_worker import PlotWorker
 from .results.summary import link_levels
 from .scenario.model import Scenario
 from .sim.engine import VirtualEngine
@@ -107,7 +108,7 @@ def capture_transmit(engine: VirtualEngine, capture: LinkCapture) -> None:
 
 def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Path | None = None,
                 progress: bool | None = None, window: tuple[int, int] | None = None,
-                phases: Phases | None = None) -> RunResult:
+                phases: Phases | None = None, plotter: PlotWorker | None = None) -> RunResult:
     """Run *scn* to its duration on the virtual-time engine.
 
     *out_dir*: write results.json, CSV series, config.json and plots there.  *pcap*: write
@@ -115,7 +116,8 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     than 10 ms of emulated time, when stderr is a terminal).  *window*: (t_from, t_to) in
     ps for the windowed figures of the summary.  *phases*: where the phases are timed
     (and shown on a terminal unless *progress* is False: :mod:`ibemu.results.phases`);
-    the caller's, to add phases of its own such as reading the scenario.
+    the caller's, to add phases of its own such as reading the scenario.  *plotter*: a
+    worker process that draws the plots (:mod:`ibemu.results.plot_worker`).
 
     Output paths (issue 14 item 6): missing parent folders of *out_dir* and *pcap* are
     created; any operating-system error is one :class:`~ibemu.errors.OutputError` naming
@@ -183,7 +185,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
                 write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
                                                         "pcap": Path(pcap).name if pcap else None,
                                                         "lids": lids_of(fabric)},
-                              window=window, summary=summary)
+                              window=window, summary=summary, plotter=plotter)
                 result.out_dir = out
     if observers:
         context = RunContext(scn, engine, fabric, result)

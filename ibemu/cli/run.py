@@ -68,8 +68,10 @@ def cmd_run(args) -> int:
         if args.report and status in (0, 4):    # 4: written, but invalid (ibemu.runtime.verdict)
             write_html_report(args.out, None, args.quiet)
         return status
-    result = run_virtual(scn, out_dir=args.out, pcap=args.pcap,
-                         progress=False if args.quiet else None, phases=phases)
+    from ..results.plot_worker import started
+    with started(scn) as plotter:      # forked now: matplotlib imported while the fabric is built and run
+        result = run_virtual(scn, out_dir=args.out, pcap=args.pcap,
+                             progress=False if args.quiet else None, phases=phases, plotter=plotter)
     if not args.quiet:
         print_summary(result)
         if args.pcap:

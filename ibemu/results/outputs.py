@@ -34,6 +34,8 @@ from ..errors import OutputError
 from ..scenario.model import Scenario
 from ..units import PS_PER_MS, PS_PER_US
 from .metrics import Metrics
+from .plot_data import PlotData, PlotJob, Series, draw
+from .plot_worker import PlotWorker
 from .summary import FLOW_TABLE, LINK_TABLE, OTHER_LEVEL, link_levels
 
 PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
@@ -216,21 +218,22 @@ def _write_traces(metrics: Metrics, path: Path) -> None:
                 w.writerow([kind, key, "%.9g" % (t / PS_PER_MS), _fmt(v)])
 
 
-def _write_plots(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndarray,
-                 link_data: list[tuple[str, np.ndarray]], link_all: list[tuple[str, np.ndarray]],
-                 flow_cols: list[tuple[str, np.ndarray]], group_cols: list[tuple[str, np.ndarray]]) -> None:
-    """The PNG plots, drawn into a hidden temporary folder inside *out* and each renamed
-    into *out* with the other files (:func:`ibemu.atomic.replace`, in the batch)."""
-    from ..plots import plot_latency, plot_run, plot_traces  # matplotlib: imported only to plot
+def _plots_folder(out: Path) -> Path:
+    """The hidden temporary folder inside *out* that the PNGs are drawn into."""
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=".plots.", suffix=".tmp", dir=out))
+        return Path(tempfile.mkdtemp(prefix=".plots.", suffix=".tmp", dir=out))
     except OSError as e:
         raise OutputError.from_os(out, e) from None
+
+
+def _write_plots(job: PlotJob, scenario: Scenario, out: Path, tmp: Path, worker: PlotWorker | None) -> None:
+    """The PNG plots, drawn into *tmp* (by *worker*, sent the job before, else here) and
+    each renamed into *out* with the other files (:func:`ibemu.atomic.replace`, in the batch)."""
     try:
-        plot_run(metrics, scenario, tmp, times, dict(link_data), dict(link_all), dict(flow_cols), dict(group_cols))
-        if metrics.traces:
-            plot_traces(metrics, scenario, tmp)
-        plot_latency(metrics, scenario, tmp)
+        if worker is None or not worker.wait():
+            for stale in tmp.iterdir():         # what a failed worker left
+                stale.unlink()
+            draw(job, scenario, tmp)
         for png in sorted(tmp.iterdir()):
             moved = out / (".%s.%d.tmp" % (png.name, os.getpid()))
             os.replace(png, moved)          # out of the temporary folder before it goes
@@ -244,7 +247,8 @@ def _write_plots(metrics: Metrics, scenario: Scenario, out: Path, times: np.ndar
 
 def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
                   extra: dict[str, Any] | None = None, *,
-                  window: tuple[int, int] | None = None, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+                  window: tuple[int, int] | None = None, summary: dict[str, Any] | None = None,
+                  plotter: PlotWorker | None = None) -> dict[str, Any]:
     """Write the run's output folder; returns what went into results.json.
 
     results.json: scenario name/seed/duration, ``summary`` (over [window] too when given),
@@ -256,18 +260,49 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     latency.csv: message latency and completion time per flow and group.
     throughput.png / links.png / latency.png when ``scenario.output.plots``.
     *summary*: ``metrics.summary`` over *window* when the caller has it already.
+    *plotter*: a started plot worker (:mod:`.plot_worker`), sent the plots to draw before
+    the other files are written.
     """
     out = prepare_dir(out_dir)
     if summary is None:
         summary = metrics.summary(*window) if window else metrics.summary()
     with atomic_batch():            # all the files, or none (the earlier ones stay)
-        results = _write_all(metrics, scenario, out, extra, summary)
+        results = _write_all(metrics, scenario, out, extra, summary, plotter)
     return results
 
 
 def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-               summary: dict[str, Any]) -> dict[str, Any]:
+               summary: dict[str, Any], plotter: PlotWorker | None) -> dict[str, Any]:
+    times = metrics.times_ms()
     win_ps = scenario.output.window or metrics.window
+    flow_cols = [(n, metrics.flow_rate_series(n, win_ps)) for n in metrics.flow_names()]
+    group_cols = [(g, metrics.group_rate_series(g, win_ps)) for g in metrics.groups()]
+    link_all = [(lbl, metrics.link_utilization_series(lbl, False, win_ps)) for lbl in metrics.link_names()]
+    link_data = [(lbl, metrics.link_utilization_series(lbl, True, win_ps)) for lbl in metrics.link_names()]
+    if not scenario.output.plots:
+        return _write_files(metrics, scenario, out, extra, summary, times, flow_cols, group_cols, link_all, link_data)
+    tmp = _plots_folder(out)
+    try:
+        if plotter is not None:     # it draws while the other files are written
+            if not plotter.submit(tmp, PlotJob(PlotData.of(metrics), times, link_data, link_all, flow_cols,
+                                               group_cols)):
+                plotter = None
+        results = _write_files(metrics, scenario, out, extra, summary, times, flow_cols, group_cols, link_all,
+                               link_data)
+        _write_plots(PlotJob(metrics, times, link_data, link_all, flow_cols, group_cols), scenario, out, tmp,
+                     plotter)
+    except BaseException:
+        if plotter is not None:     # stopped before its folder goes
+            plotter.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return results
+
+
+def _write_files(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
+                 summary: dict[str, Any], times: np.ndarray, flow_cols: Series, group_cols: Series,
+                 link_all: Series, link_data: Series) -> dict[str, Any]:
+    """Every file of the folder but the plots; returns what went into results.json."""
     results: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed,
                                "duration_ps": scenario.duration,
                                "duration_ms": scenario.duration / PS_PER_MS, "source": scenario.source,
@@ -289,20 +324,11 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
     if metrics.traces:
         _write_traces(metrics, out / "traces.csv")
     _dump_json(scenario.resolved or dataclasses.asdict(scenario), out / "config.json")
-
-    times = metrics.times_ms()
-    flow_cols = [(n, metrics.flow_rate_series(n, win_ps)) for n in metrics.flow_names()]
-    group_cols = [(g, metrics.group_rate_series(g, win_ps)) for g in metrics.groups()]
     _write_csv(out / "flows.csv", times, flow_cols + [("group:" + g, s) for g, s in group_cols])
-    link_all = [(lbl, metrics.link_utilization_series(lbl, False, win_ps)) for lbl in metrics.link_names()]
-    link_data = [(lbl, metrics.link_utilization_series(lbl, True, win_ps)) for lbl in metrics.link_names()]
     cols = []
     for (lbl, a), (_, d) in zip(link_all, link_data):
         cols += [(lbl, a), (lbl + ":data", d)]
     _write_csv(out / "links.csv", times, cols)
     _write_latency(summary, out / "latency.csv")
     _write_tables(summary, scenario, levels, out)
-
-    if scenario.output.plots:
-        _write_plots(metrics, scenario, out, times, link_data, link_all, flow_cols, group_cols)
     return results
