@@ -12,9 +12,10 @@ Layouts: ../shared/REFERENCE.md "Wire format" (LRH, BTH, AETH) and IBA 9.3 / 9.4
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Any, Final
 
-from .crc import icrc as _icrc, vcrc as _vcrc
+from .crc import crc32_zeros, icrc_start, vcrc_more, vcrc_update, vcrc_zeros
 from .layout import (Buf, BTH_LEN, GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_LEN, PACKET_OVERHEAD,
                      PKTLEN_MASK, VCRC_LEN)
 from .opcodes import EXT_LEN, EXT_SIZES, OPCODES, LNH_IBA_GLOBAL, LNH_IBA_LOCAL
@@ -67,6 +68,25 @@ def _unpack_ext(name: str, buf: Buf, off: int) -> dict[str, int]:
     return dict(zip(names, vals))
 
 
+_ZERO_PAYLOADS: Final[dict[int, bytes]] = {}
+ZERO_PAYLOADS_CACHED: Final = 64
+
+
+def zero_payload(n: int) -> bytes:
+    """*n* zero bytes: the same object each time for the first ZERO_PAYLOADS_CACHED
+    lengths asked for.  :func:`build` knows it by identity and carries the CRCs over it
+    by table (:func:`ibemu.wire.crc.crc32_zeros`) instead of reading it (issue 28)."""
+    z = _ZERO_PAYLOADS.get(n)
+    if z is None:
+        z = bytes(n)
+        if len(_ZERO_PAYLOADS) < ZERO_PAYLOADS_CACHED:
+            _ZERO_PAYLOADS[n] = z
+    return z
+
+
+_NO_FIELDS: Final[dict[str, Any]] = {}
+
+
 def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
           vl: int = 0, lver: int = 0, sl: int = 0, pkey: int = 0xFFFF, fecn: int = 0,
           becn: int = 0, ackreq: int = 0, se: int = 0, m: int = 0, tver: int = 0,
@@ -80,39 +100,56 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
     zero fields.  *grh* (a dict with tclass, flowlabel, paylen, nxthdr, hoplmt, sgid,
     dgid) selects LNH=3.  Computed fields (PadCnt, PktLen, GRH PayLen, ICRC, VCRC) are
     filled in when None, so a test can force wrong values.
+
+    The CRCs run over the headers once each (the ICRC's copy of them packed with the
+    variant fields all ones), then over the payload, which is not read when it is empty
+    or :func:`zero_payload`, nor are the pad bytes (issue 28).
     """
-    ext = ext or {}
+    n = len(payload)
     if padcnt is None:
-        padcnt = (-len(payload)) & 3
+        padcnt = (-n) & 3
     lnh = LNH_IBA_GLOBAL if grh is not None else LNH_IBA_LOCAL
-    hdr = bytearray()               # the headers after the LRH: GRH, BTH, extension headers
+    elen = EXT_LEN.get(opcode, 0)
+    flags = (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF)
+    pkey &= 0xFFFF
+    destqp &= _MASK24
+    w3 = (ackreq << 31) | (psn & _MASK24)
+    hdr = _BTH.pack(opcode, flags, pkey, (fecn << 31) | (becn << 30) | destqp, w3)
+    masked = _BTH.pack(opcode, flags, pkey, 0xFF000000 | destqp, w3)   # FECN|BECN|Resv6 variant
+    if elen:
+        fields = ext or _NO_FIELDS
+        exts = b"".join([_pack_ext(name, fields.get(name, _NO_FIELDS)) for name in OPCODES[opcode][1]])
+        hdr += exts
+        masked += exts
     if grh is not None:
         paylen = grh.get("paylen")
         if paylen is None:
-            paylen = BTH_LEN + EXT_LEN.get(opcode, 0) + len(payload) + padcnt + ICRC_LEN
-        hdr += _GRH.pack((6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20)
-                         | (grh.get("flowlabel", 0) & 0xFFFFF),
-                         paylen, grh.get("nxthdr", 0x1B), grh.get("hoplmt", 0),
-                         grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16)))
-    hdr += _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
-                     pkey & 0xFFFF,
-                     (fecn << 31) | (becn << 30) | (destqp & _MASK24),
-                     (ackreq << 31) | (psn & _MASK24))
-    if opcode in OPCODES:
-        for name in OPCODES[opcode][1]:
-            hdr += _pack_ext(name, ext.get(name, {}))
+            paylen = BTH_LEN + elen + n + padcnt + ICRC_LEN
+        w0 = (6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20) | (grh.get("flowlabel", 0) & 0xFFFFF)
+        nxthdr, sgid, dgid = grh.get("nxthdr", 0x1B), grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16))
+        hdr = _GRH.pack(w0, paylen, nxthdr, grh.get("hoplmt", 0), sgid, dgid) + hdr
+        # TClass, FlowLabel and HopLmt are variant (crc.GRH_VARIANT_MASK)
+        masked = _GRH.pack(w0 | 0x0FFFFFFF, paylen, nxthdr, 0xFF, sgid, dgid) + masked
     if pktlen is None:
-        pktlen = (LRH_LEN + len(hdr) + len(payload) + padcnt + ICRC_LEN) >> 2
-    # one buffer, the payload copied into it once, the ICRC run over the pieces (issue 16)
-    frame = bytearray(_LRH.pack(((vl & 0xF) << 4) | (lver & 0xF), ((sl & 0xF) << 4) | lnh,
-                                dlid, pktlen & PKTLEN_MASK, slid))
-    frame += hdr
-    frame += payload
-    if padcnt:
-        frame += bytes(padcnt)
-    frame += _U32LE.pack(_icrc(hdr, lnh, payload, padcnt) if icrc is None else icrc)
-    frame += _U16LE.pack(_vcrc(frame) if vcrc is None else vcrc)
-    return frame
+        pktlen = (LRH_LEN + len(hdr) + n + padcnt + ICRC_LEN) >> 2
+    head = _LRH.pack(((vl & 0xF) << 4) | (lver & 0xF), ((sl & 0xF) << 4) | lnh,
+                     dlid, pktlen & PKTLEN_MASK, slid) + hdr
+    c = icrc_start(masked)
+    v = vcrc_update(0, head)
+    if n == 0 or payload is _ZERO_PAYLOADS.get(n):
+        zeros = n + padcnt
+        if zeros:
+            c = crc32_zeros(c, zeros)
+            v = vcrc_zeros(v, zeros)
+    else:
+        c = zlib.crc32(payload, c)
+        v = vcrc_more(v, payload)
+        if padcnt:
+            c = crc32_zeros(c, padcnt)
+            v = vcrc_zeros(v, padcnt)
+    tail = _U32LE.pack(c if icrc is None else icrc)
+    v = vcrc_update(v, tail)
+    return bytearray(b"".join([head, payload, bytes(padcnt), tail, _U16LE.pack(v if vcrc is None else vcrc)]))
 
 
 FIELDS = ("vl", "lver", "sl", "lnh", "dlid", "pktlen", "slid", "grh", "opcode",
@@ -213,7 +250,7 @@ from .fields import (  # noqa: E402
     set_ackreq, vcrc_ok, icrc_ok,
 )
 
-__all__ = ["CodecError", "Frame", "build", "parse",
+__all__ = ["CodecError", "Frame", "build", "parse", "zero_payload",
            "get_vl", "get_lver", "get_sl", "get_lnh", "get_dlid", "get_pktlen",
            "get_slid", "bth_offset", "get_opcode", "get_opcode_any", "get_se", "get_m",
            "get_padcnt", "get_tver", "get_pkey", "get_pkey_any", "get_fecn", "get_becn",
