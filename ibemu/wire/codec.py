@@ -73,14 +73,15 @@ ZERO_PAYLOADS_CACHED: Final = 64
 
 
 def zero_payload(n: int) -> bytes:
-    """*n* zero bytes: the same object each time for the first ZERO_PAYLOADS_CACHED
-    lengths asked for.  :func:`build` knows it by identity and carries the CRCs over it
-    by table (:func:`ibemu.wire.crc.crc32_zeros`) instead of reading it (issue 28)."""
+    """*n* zero bytes, the same object each time for a length asked for again (up to
+    ZERO_PAYLOADS_CACHED lengths are kept; past that the set is started afresh).
+    :func:`build` knows it by identity and carries the CRCs over it by table
+    (:func:`ibemu.wire.crc.crc32_zeros`) instead of reading it (issue 28)."""
     z = _ZERO_PAYLOADS.get(n)
     if z is None:
-        z = bytes(n)
-        if len(_ZERO_PAYLOADS) < ZERO_PAYLOADS_CACHED:
-            _ZERO_PAYLOADS[n] = z
+        if len(_ZERO_PAYLOADS) >= ZERO_PAYLOADS_CACHED:
+            _ZERO_PAYLOADS.clear()
+        z = _ZERO_PAYLOADS[n] = bytes(n)
     return z
 
 
