@@ -38,8 +38,9 @@ the MTU, the pads, a message's last packet); other lengths take one pass over ze
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, Final, Protocol
+from typing import Final, Protocol
 
 import anycrc
 from mypy_extensions import i64
