@@ -240,8 +240,11 @@ def test_zero_extension_past_the_cached_lengths():
 @settings(max_examples=200, deadline=None)
 @given(v=st.integers(0, 0xFFFF), data=st.binary(max_size=100))
 def test_vcrc_update_is_anycrc_carried_on(v, data):
-    assert crc.vcrc_update(v, data) == VCRC_MODEL.calc(data, init=v) == crc.vcrc_more(v, data)
-    assert crc.vcrc_update(0, data) == ref_crc16_reflected(data)
+    """The loop (used compiled) and vcrc_update (the loop or anycrc) carry a value on as
+    anycrc does, and from 0 give the bitwise reference."""
+    assert crc.vcrc_loop(v, data) == crc.vcrc_update(v, data) == VCRC_MODEL.calc(data, init=v) \
+        == crc.vcrc_more(v, data)
+    assert crc.vcrc_loop(0, data) == ref_crc16_reflected(data)
 
 
 @settings(max_examples=150, deadline=None)
