@@ -227,10 +227,10 @@ def test_zero_extensions_match_the_bitwise_references(prefix, n):
 
 
 def test_zero_extension_past_the_cached_lengths():
-    """More distinct lengths than the tables are kept for: the rest take the plain pass,
-    with the same results (the values before and after the cache fills)."""
+    """More distinct lengths than the tables are kept for, and lengths past those that get
+    tables: the rest take the plain pass, with the same results."""
     rng = random.Random(28)
-    for n in range(100, 100 + 3 * crc.ZEROS_CACHED):
+    for n in [*range(100, 100 + 3 * crc.ZEROS_CACHED), crc.ZEROS_BELOW - 1, crc.ZEROS_BELOW, 3 * crc.ZEROS_BELOW]:
         c, v = rng.getrandbits(32), rng.getrandbits(16)
         for _ in range(2):
             assert crc.crc32_zeros(c, n) == zlib.crc32(bytes(n), c)
@@ -245,6 +245,12 @@ def test_vcrc_update_is_anycrc_carried_on(v, data):
     assert crc.vcrc_loop(v, data) == crc.vcrc_update(v, data) == VCRC_MODEL.calc(data, init=v) \
         == crc.vcrc_more(v, data)
     assert crc.vcrc_loop(0, data) == ref_crc16_reflected(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(v=st.integers(0, 0xFFFF), w=st.integers(0, 0xFFFFFFFF))
+def test_vcrc_word_is_the_word_sent_lsb_first(v, w):
+    assert crc.vcrc_word(v, w) == VCRC_MODEL.calc(w.to_bytes(4, "little"), init=v)
 
 
 @settings(max_examples=150, deadline=None)

@@ -168,8 +168,14 @@ def icrc_delta(xor_byte: int, distance_to_end: int) -> int:
 
 ZEROS_CACHED: Final = 32
 """The most lengths whose zero-extension tables are kept (each 1,025 or 513 ints)."""
-_CRC32_ZEROS: Final[dict[int, list[int]]] = {}
-_VCRC_ZEROS: Final[dict[int, list[int]]] = {}
+ZEROS_BELOW: Final = 8192
+"""Tables are made for lengths below this only (a payload of an MTU of 4096 and its pad)."""
+_NO_TABLE: Final[list[int]] = []
+# the tables by length, in lists rather than dicts: indexed by a native int, not a boxed one
+_CRC32_ZEROS: Final = [_NO_TABLE] * ZEROS_BELOW
+_VCRC_ZEROS: Final = [_NO_TABLE] * ZEROS_BELOW
+_TABLED: Final[list[int]] = []              # the lengths with tables, in the order made
+_crc32: Final = zlib.crc32
 
 
 def _zero_tables(width: int, f: Callable[[int], int]) -> list[int]:
@@ -188,29 +194,34 @@ def _zero_tables(width: int, f: Callable[[int], int]) -> list[int]:
     return tables
 
 
+def _make_tables(n: int) -> bool:
+    """Make both tables for *n* zero bytes, unless ZEROS_CACHED lengths have them."""
+    if len(_TABLED) >= ZEROS_CACHED:
+        return False
+    z = bytes(n)
+    _CRC32_ZEROS[n] = _zero_tables(32, lambda x: _crc32(z, x))
+    _VCRC_ZEROS[n] = _zero_tables(16, lambda x: _VCRC.calc(z, x))
+    _TABLED.append(n)
+    return True
+
+
 def crc32_zeros(c: int, n: int) -> int:
     """``zlib.crc32(bytes(n), c)``: the CRC-32 value *c* carried over *n* zero bytes,
-    four table look-ups for a cached *n* (module docstring)."""
-    t = _CRC32_ZEROS.get(n)
-    if t is None:
-        if len(_CRC32_ZEROS) >= ZEROS_CACHED or n <= 0:
-            return zlib.crc32(bytes(n), c)
-        z = bytes(n)
-        t = _CRC32_ZEROS[n] = _zero_tables(32, lambda x: zlib.crc32(z, x))
-    return (t[1024] ^ t[c & 0xFF] ^ t[256 + ((c >> 8) & 0xFF)] ^ t[512 + ((c >> 16) & 0xFF)]
-            ^ t[768 + (c >> 24)])
+    four table look-ups for a length with tables (module docstring)."""
+    if 0 < n < ZEROS_BELOW and (_CRC32_ZEROS[n] or _make_tables(n)):
+        t = _CRC32_ZEROS[n]
+        return (t[1024] ^ t[c & 0xFF] ^ t[256 + ((c >> 8) & 0xFF)] ^ t[512 + ((c >> 16) & 0xFF)]
+                ^ t[768 + (c >> 24)])
+    return _crc32(bytes(n), c)
 
 
 def vcrc_zeros(v: int, n: int) -> int:
     """The VCRC value *v* carried over *n* zero bytes (``calc(bytes(n), init=v)``), two
-    table look-ups for a cached *n* (module docstring)."""
-    t = _VCRC_ZEROS.get(n)
-    if t is None:
-        if len(_VCRC_ZEROS) >= ZEROS_CACHED or n <= 0:
-            return _VCRC.calc(bytes(n), v)
-        z = bytes(n)
-        t = _VCRC_ZEROS[n] = _zero_tables(16, lambda x: _VCRC.calc(z, x))
-    return t[512] ^ t[v & 0xFF] ^ t[256 + (v >> 8)]
+    table look-ups for a length with tables (module docstring)."""
+    if 0 < n < ZEROS_BELOW and (_VCRC_ZEROS[n] or _make_tables(n)):
+        t = _VCRC_ZEROS[n]
+        return t[512] ^ t[v & 0xFF] ^ t[256 + (v >> 8)]
+    return _VCRC.calc(bytes(n), v)
 
 
 _VCRC_TABLE_LE: Final = b"".join(x.to_bytes(2, "little") for x in _VCRC_TABLE)
@@ -245,6 +256,23 @@ def vcrc_update(v: int, data: bytes) -> int:
     return _VCRC.calc(data, v)
 
 
+def vcrc_word(v: int, w: int) -> int:
+    """The VCRC value *v* carried over the four bytes of *w*, least significant first (an
+    ICRC as sent): the byte-table step four times, on the int."""
+    table = _VCRC_TABLE_LE
+    r: i64 = v ^ 0xFFFF
+    x: i64 = w
+    j: i64 = ((r ^ x) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (x >> 8)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (x >> 16)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (x >> 24)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    return r ^ 0xFFFF
+
+
 def vcrc_more(v: int, data: Buf) -> int:
     """The VCRC value *v* carried over *data* by anycrc (for a payload of any length)."""
     return _VCRC.calc(data, v)
@@ -253,4 +281,4 @@ def vcrc_more(v: int, data: Buf) -> int:
 def icrc_start(masked: bytes) -> int:
     """The ICRC value after the LRH (all variant) and *masked*: the headers that follow
     it, GRH BTH and extension headers, with their variant fields already all ones."""
-    return zlib.crc32(masked, _LRH_MASK_CRC)
+    return _crc32(masked, _LRH_MASK_CRC)
