@@ -258,7 +258,9 @@ def vcrc_update(v: int, data: bytes) -> int:
 
 def vcrc_word(v: int, w: int) -> int:
     """The VCRC value *v* carried over the four bytes of *w*, least significant first (an
-    ICRC as sent): the byte-table step four times, on the int."""
+    ICRC as sent): the byte-table step four times on the int when compiled, else anycrc."""
+    if not _LOOP:
+        return _VCRC.calc(w.to_bytes(4, "little"), v)
     table = _VCRC_TABLE_LE
     r: i64 = v ^ 0xFFFF
     x: i64 = w
