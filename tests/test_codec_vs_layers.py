@@ -232,6 +232,37 @@ def test_build_and_dissect_agree(opcode, data):
 
 @pytest.mark.parametrize("opcode", ALL_OPCODES, ids=lambda c: OPCODES[c][0])
 @FEW
+@given(data=st.data(), n=st.one_of(st.integers(0, 4200), st.integers(0, 8), st.sampled_from([2045, 2048, 4093, 4096])))
+def test_zero_payload_builds_the_same_bytes(opcode, data, n):
+    """A payload of :func:`codec.zero_payload`, whose CRCs build() carries over by table
+    (issue 28), gives the same bytes as a fresh ``bytes(n)``, which it reads, and as the
+    Scapy layers; also with PadCnt, PktLen, ICRC or VCRC forced (padding from none to 3
+    bytes, LNH 2 and 3)."""
+    f = data.draw(packet_fields(opcode))
+    f["payload"] = codec.zero_payload(n)
+    fresh = bytes(n)
+    assert f["payload"] == fresh and (n == 0 or f["payload"] is not fresh)
+    fast = bytes(codec_build(f))
+    assert codec.zero_payload(n) is f["payload"]      # so build() took the table path
+    assert fast == bytes(codec_build(f, payload=fresh)) == raw(scapy_packet(dict(f, payload=fresh)))
+    assert codec.vcrc_ok(fast) and codec.icrc_ok(fast)
+    forced = data.draw(st.fixed_dictionaries({}, optional={
+        "padcnt": st.integers(0, 3), "pktlen": bits(11), "icrc": bits(32), "vcrc": bits(16)}))
+    assert bytes(codec_build(f, **forced)) == bytes(codec_build(f, payload=fresh, **forced))
+
+
+def test_zero_payload_is_one_object_per_length():
+    """build() knows the zero payload by identity, so a length asked for again is the same
+    object, also after more lengths than are kept have been asked for."""
+    assert codec.zero_payload(5) == bytes(5) and codec.zero_payload(0) == b""
+    for n in range(1000, 1000 + 3 * codec.ZERO_PAYLOADS_CACHED):
+        z = codec.zero_payload(n)
+        assert z == bytes(n) and codec.zero_payload(n) is z
+    assert codec.zero_payload(10_000) == bytes(10_000)     # a length never kept: plain zeros
+
+
+@pytest.mark.parametrize("opcode", ALL_OPCODES, ids=lambda c: OPCODES[c][0])
+@FEW
 @given(data=st.data())
 def test_marking_in_place_equals_fresh_build(opcode, data):
     f = data.draw(packet_fields(opcode))

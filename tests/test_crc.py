@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import random
 import struct
+import zlib
 
+import anycrc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ibemu.wire import codec, crc
 from ibemu.wire.linkpkt import build_link
+
+VCRC_MODEL = anycrc.CRC(width=16, poly=0x100B, init=0xFFFF, refin=True, refout=True, xorout=0xFFFF)
+"""The VCRC's parameters (REFERENCE.md "Wire format") in anycrc, which carries a value on
+with ``calc(data, init=value)``."""
 
 # ----------------------------------------------------------------- reference CRCs
 
@@ -196,3 +202,67 @@ def test_lpcrc_words_is_lpcrc_of_the_head() -> None:
     for _ in range(5000):
         a, b = rng.randrange(1 << 16), rng.randrange(1 << 16)
         assert lpcrc_words(a, b) == lpcrc(struct.pack(">HH", a, b))
+
+
+# ----------------------------------------------------------------- zero extension (issue 28)
+
+@settings(max_examples=150, deadline=None)
+@given(c=st.integers(0, 0xFFFFFFFF), n=st.one_of(st.integers(0, 4200), st.sampled_from([1, 2, 3, 2048, 4096])))
+def test_crc32_zeros_is_zlib_over_zero_bytes(c, n):
+    assert crc.crc32_zeros(c, n) == zlib.crc32(bytes(n), c)
+
+
+@settings(max_examples=150, deadline=None)
+@given(v=st.integers(0, 0xFFFF), n=st.one_of(st.integers(0, 4200), st.sampled_from([1, 2, 3, 2048, 4096])))
+def test_vcrc_zeros_is_anycrc_over_zero_bytes(v, n):
+    assert crc.vcrc_zeros(v, n) == VCRC_MODEL.calc(bytes(n), init=v)
+
+
+@settings(max_examples=40, deadline=None)
+@given(prefix=st.binary(max_size=40), n=st.integers(0, 600))
+def test_zero_extensions_match_the_bitwise_references(prefix, n):
+    """Carried on from the CRC of a prefix, both equal the bitwise loops over prefix + zeros."""
+    assert crc.vcrc_zeros(crc.vcrc(prefix), n) == ref_crc16_reflected(prefix + bytes(n))
+    assert crc.crc32_zeros(zlib.crc32(prefix), n) == ref_crc32(prefix + bytes(n))
+
+
+def test_zero_extension_past_the_cached_lengths():
+    """More distinct lengths than the tables are kept for, and lengths past those that get
+    tables: the rest take the plain pass, with the same results."""
+    rng = random.Random(28)
+    for n in [*range(100, 100 + 3 * crc.ZEROS_CACHED), crc.ZEROS_BELOW - 1, crc.ZEROS_BELOW, 3 * crc.ZEROS_BELOW]:
+        c, v = rng.getrandbits(32), rng.getrandbits(16)
+        for _ in range(2):
+            assert crc.crc32_zeros(c, n) == zlib.crc32(bytes(n), c)
+            assert crc.vcrc_zeros(v, n) == VCRC_MODEL.calc(bytes(n), init=v)
+
+
+@settings(max_examples=200, deadline=None)
+@given(v=st.integers(0, 0xFFFF), data=st.binary(max_size=100))
+def test_vcrc_update_is_anycrc_carried_on(v, data):
+    """The loop (used compiled) and vcrc_update (the loop or anycrc) carry a value on as
+    anycrc does, and from 0 give the bitwise reference."""
+    assert crc.vcrc_loop(v, data) == crc.vcrc_update(v, data) == VCRC_MODEL.calc(data, init=v) \
+        == crc.vcrc_more(v, data)
+    assert crc.vcrc_loop(0, data) == ref_crc16_reflected(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(v=st.integers(0, 0xFFFF), w=st.integers(0, 0xFFFFFFFF))
+def test_vcrc_word_is_the_word_sent_lsb_first(v, w):
+    assert crc.vcrc_word(v, w) == VCRC_MODEL.calc(w.to_bytes(4, "little"), init=v)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.binary(min_size=1, max_size=300), pick=st.integers(0, 10**6), x=st.integers(1, 255))
+def test_icrc_delta_equals_full_recomputation(data, pick, x):
+    pos = pick % len(data)
+    changed = bytearray(data)
+    changed[pos] ^= x
+    assert ref_crc32(bytes(changed)) == ref_crc32(data) ^ crc.icrc_delta(x, len(data) - pos - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(masked=st.binary(min_size=12, max_size=80))
+def test_icrc_start_is_the_masked_lrh_then_the_headers(masked):
+    assert crc.icrc_start(masked) == ref_crc32(b"\xff" * 8 + masked)

@@ -18,6 +18,7 @@ from .mad_agent import MADAgent
 from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
 from .qp.sender import SenderBase
+from ..wire.codec import zero_payload
 from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode, get_padcnt, get_pkey, get_vl, icrc_ok
 from ..wire.layout import PACKET_OVERHEAD, Buf
 from ..wire.opcodes import EXT_LEN, LNH_IBA_LOCAL
@@ -64,7 +65,6 @@ class HCA(Node):
         self.rr = 0
         self.ctrl: deque[tuple[bytearray, int]] = deque()   # (frame, vl) responses waiting to go out
         self._kick_at = INF
-        self._zero = bytes(params.mtu)
         self._next_qpn = 0x100
         self.pkey_table = PKeyTable(params.pkeys)
         self.notifiers: dict[int, Notifier] = {}   # qpn -> congestion notifier (ibemu.fabric.hooks)
@@ -94,7 +94,9 @@ class HCA(Node):
         return self._next_qpn
 
     def payload(self, n: int) -> bytes:
-        return self._zero if n == self.mtu else self._zero[:n]
+        """*n* bytes of a message: zeros, the codec's shared zero payload, which its CRCs
+        need not read (:func:`ibemu.wire.codec.zero_payload`)."""
+        return zero_payload(n)
 
     # ---------------------------------------------------------------- receive
     def receive(self, pidx: int, buf: Buf, link: bool, now: int) -> None:

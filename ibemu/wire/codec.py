@@ -12,9 +12,10 @@ Layouts: ../shared/REFERENCE.md "Wire format" (LRH, BTH, AETH) and IBA 9.3 / 9.4
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Any, Final
 
-from .crc import icrc as _icrc, vcrc as _vcrc
+from .crc import ZEROS_BELOW, crc32_zeros, icrc_start, vcrc_more, vcrc_update, vcrc_word, vcrc_zeros
 from .layout import (Buf, BTH_LEN, GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_LEN, PACKET_OVERHEAD,
                      PKTLEN_MASK, VCRC_LEN)
 from .opcodes import EXT_LEN, EXT_SIZES, OPCODES, LNH_IBA_GLOBAL, LNH_IBA_LOCAL
@@ -23,6 +24,11 @@ _LRH: Final = struct.Struct(">BBHHH")        # VL|LVer, SL|rsvd|LNH, DLID, rsvd|
 _BTH: Final = struct.Struct(">BBHII")        # OpCode, SE|M|Pad|TVer, P_Key, FECN|BECN|rsvd|DestQP, AckReq|rsvd|PSN
 _GRH: Final = struct.Struct(">IHBB16s16s")   # IPVer|TClass|FlowLabel, PayLen, NxtHdr, HopLmt, SGID, DGID
 _U16: Final = struct.Struct(">H")
+_LRH_BTH_PACK: Final = struct.Struct(">BBHHHBBHII").pack     # LRH then BTH (LNH 2), bound once
+_BTH_PACK: Final = _BTH.pack
+_CRCS_PACK: Final = struct.Struct("<IH").pack                # ICRC, VCRC: least significant byte first
+_PADS: Final = (b"", bytes(1), bytes(2), bytes(3))
+_crc32: Final = zlib.crc32
 _U16LE: Final = struct.Struct("<H")
 _U32LE: Final = struct.Struct("<I")
 
@@ -67,6 +73,33 @@ def _unpack_ext(name: str, buf: Buf, off: int) -> dict[str, int]:
     return dict(zip(names, vals))
 
 
+ZERO_PAYLOADS_CACHED: Final = 64
+"""The most zero payloads kept at once (of lengths below crc.ZEROS_BELOW)."""
+_ZERO_PAYLOADS: Final = [b""] * ZEROS_BELOW    # by length; b"": none kept
+_ZERO_KEPT: Final[list[int]] = []              # the lengths kept
+
+
+def zero_payload(n: int) -> bytes:
+    """*n* zero bytes, the same object each time for a length asked for again (up to
+    ZERO_PAYLOADS_CACHED lengths are kept; past that the set is started afresh).
+    :func:`build` knows it by identity and carries the CRCs over it by table
+    (:func:`ibemu.wire.crc.crc32_zeros`) instead of reading it (issue 28)."""
+    if not 0 < n < ZEROS_BELOW:
+        return bytes(n)
+    z = _ZERO_PAYLOADS[n]
+    if not z:
+        if len(_ZERO_KEPT) >= ZERO_PAYLOADS_CACHED:
+            for k in _ZERO_KEPT:
+                _ZERO_PAYLOADS[k] = b""
+            _ZERO_KEPT.clear()
+        z = _ZERO_PAYLOADS[n] = bytes(n)
+        _ZERO_KEPT.append(n)
+    return z
+
+
+_NO_FIELDS: Final[dict[str, Any]] = {}
+
+
 def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
           vl: int = 0, lver: int = 0, sl: int = 0, pkey: int = 0xFFFF, fecn: int = 0,
           becn: int = 0, ackreq: int = 0, se: int = 0, m: int = 0, tver: int = 0,
@@ -80,39 +113,63 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
     zero fields.  *grh* (a dict with tclass, flowlabel, paylen, nxthdr, hoplmt, sgid,
     dgid) selects LNH=3.  Computed fields (PadCnt, PktLen, GRH PayLen, ICRC, VCRC) are
     filled in when None, so a test can force wrong values.
+
+    The CRCs run over the headers once each (the ICRC's copy of them packed with the
+    variant fields all ones), then over the payload, which is not read when it is empty
+    or :func:`zero_payload`, nor are the pad bytes (issue 28).
     """
-    ext = ext or {}
+    n = len(payload)
     if padcnt is None:
-        padcnt = (-len(payload)) & 3
-    lnh = LNH_IBA_GLOBAL if grh is not None else LNH_IBA_LOCAL
-    hdr = bytearray()               # the headers after the LRH: GRH, BTH, extension headers
-    if grh is not None:
+        padcnt = (-n) & 3
+    elen = EXT_LEN.get(opcode, 0)
+    flags = (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF)
+    pkey &= 0xFFFF
+    destqp &= _MASK24
+    w2 = (fecn << 31) | (becn << 30) | destqp
+    w3 = (ackreq << 31) | (psn & _MASK24)
+    masked = _BTH_PACK(opcode, flags, pkey, 0xFF000000 | destqp, w3)   # FECN|BECN|Resv6 variant
+    lrh0 = ((vl & 0xF) << 4) | (lver & 0xF)
+    if grh is None:
+        if pktlen is None:
+            pktlen = (LRH_LEN + BTH_LEN + elen + n + padcnt + ICRC_LEN) >> 2
+        head = _LRH_BTH_PACK(lrh0, ((sl & 0xF) << 4) | LNH_IBA_LOCAL, dlid, pktlen & PKTLEN_MASK, slid,
+                             opcode, flags, pkey, w2, w3)
+    else:
         paylen = grh.get("paylen")
         if paylen is None:
-            paylen = BTH_LEN + EXT_LEN.get(opcode, 0) + len(payload) + padcnt + ICRC_LEN
-        hdr += _GRH.pack((6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20)
-                         | (grh.get("flowlabel", 0) & 0xFFFFF),
-                         paylen, grh.get("nxthdr", 0x1B), grh.get("hoplmt", 0),
-                         grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16)))
-    hdr += _BTH.pack(opcode, (se << 7) | (m << 6) | ((padcnt & 3) << 4) | (tver & 0xF),
-                     pkey & 0xFFFF,
-                     (fecn << 31) | (becn << 30) | (destqp & _MASK24),
-                     (ackreq << 31) | (psn & _MASK24))
-    if opcode in OPCODES:
-        for name in OPCODES[opcode][1]:
-            hdr += _pack_ext(name, ext.get(name, {}))
-    if pktlen is None:
-        pktlen = (LRH_LEN + len(hdr) + len(payload) + padcnt + ICRC_LEN) >> 2
-    # one buffer, the payload copied into it once, the ICRC run over the pieces (issue 16)
-    frame = bytearray(_LRH.pack(((vl & 0xF) << 4) | (lver & 0xF), ((sl & 0xF) << 4) | lnh,
-                                dlid, pktlen & PKTLEN_MASK, slid))
-    frame += hdr
-    frame += payload
-    if padcnt:
-        frame += bytes(padcnt)
-    frame += _U32LE.pack(_icrc(hdr, lnh, payload, padcnt) if icrc is None else icrc)
-    frame += _U16LE.pack(_vcrc(frame) if vcrc is None else vcrc)
-    return frame
+            paylen = BTH_LEN + elen + n + padcnt + ICRC_LEN
+        if pktlen is None:
+            pktlen = (LRH_LEN + GRH_LEN + BTH_LEN + elen + n + padcnt + ICRC_LEN) >> 2
+        w0 = (6 << 28) | ((grh.get("tclass", 0) & 0xFF) << 20) | (grh.get("flowlabel", 0) & 0xFFFFF)
+        nxthdr, sgid, dgid = grh.get("nxthdr", 0x1B), grh.get("sgid", bytes(16)), grh.get("dgid", bytes(16))
+        head = (_LRH.pack(lrh0, ((sl & 0xF) << 4) | LNH_IBA_GLOBAL, dlid, pktlen & PKTLEN_MASK, slid)
+                + _GRH.pack(w0, paylen, nxthdr, grh.get("hoplmt", 0), sgid, dgid)
+                + _BTH_PACK(opcode, flags, pkey, w2, w3))
+        # TClass, FlowLabel and HopLmt are variant (crc.GRH_VARIANT_MASK)
+        masked = _GRH.pack(w0 | 0x0FFFFFFF, paylen, nxthdr, 0xFF, sgid, dgid) + masked
+    if elen:
+        fields = ext or _NO_FIELDS
+        exts = b"".join([_pack_ext(name, fields.get(name, _NO_FIELDS)) for name in OPCODES[opcode][1]])
+        head += exts
+        masked += exts
+    c = icrc_start(masked)
+    v = vcrc_update(0, head)
+    if n == 0 or (n < ZEROS_BELOW and payload is _ZERO_PAYLOADS[n]):
+        zeros = n + padcnt
+        if zeros:
+            c = crc32_zeros(c, zeros)
+            v = vcrc_zeros(v, zeros)
+    else:
+        c = _crc32(payload, c)
+        v = vcrc_more(v, payload)
+        if padcnt:
+            c = crc32_zeros(c, padcnt)
+            v = vcrc_zeros(v, padcnt)
+    if icrc is not None:
+        c = icrc
+    v = vcrc_word(v, c)
+    return bytearray().join([head, payload, _PADS[padcnt] if 0 <= padcnt < 4 else bytes(padcnt),
+                             _CRCS_PACK(c, v if vcrc is None else vcrc)])
 
 
 FIELDS = ("vl", "lver", "sl", "lnh", "dlid", "pktlen", "slid", "grh", "opcode",
@@ -213,7 +270,7 @@ from .fields import (  # noqa: E402
     set_ackreq, vcrc_ok, icrc_ok,
 )
 
-__all__ = ["CodecError", "Frame", "build", "parse",
+__all__ = ["CodecError", "Frame", "build", "parse", "zero_payload",
            "get_vl", "get_lver", "get_sl", "get_lnh", "get_dlid", "get_pktlen",
            "get_slid", "bth_offset", "get_opcode", "get_opcode_any", "get_se", "get_m",
            "get_padcnt", "get_tver", "get_pkey", "get_pkey_any", "get_fecn", "get_becn",

@@ -18,20 +18,39 @@ CRC arithmetic is linear: for messages of equal length,
 zero final xor.  Flipping bits in one byte at distance *d* from the end therefore changes
 the VCRC by ``crc0(bytes([x]) + bytes(d))``, a constant that is cached.  That is how
 :func:`vcrc_delta` lets a switch set FECN or rewrite the VL without re-reading the frame.
+
+Zero bytes (issue 28): a data packet's payload is nearly always the HCA's zeros, and a
+CRC over *n* zero bytes needs no pass over them.  One byte *b* moves a reflected CRC
+register *r* to ``(r >> 8) ^ T[(r ^ b) & 0xFF]``, and the byte table is linear over GF(2)
+(``T[x ^ y] == T[x] ^ T[y]``: each entry is the polynomial remainder of its index).  With
+``b == 0`` the step is a linear map *M* of the register, so *n* zero bytes map it by
+``M**n``, again linear.  Both CRCs are handed on as values, ``value = register ^ xorout``
+(zlib's ``crc32(data, value)`` and anycrc's ``calc(data, init=value)`` take them so), and
+then the map is affine: ``f(c) = M**n(c ^ X) ^ X`` with X all ones, which is
+``f(0) ^ L(c)`` with L linear.  L is applied one byte of *c* at a time, each byte through
+a table of 256 entries, ``L(c) = L0[c & 0xFF] ^ L1[(c >> 8) & 0xFF] ^ ...``, four tables for
+the ICRC and two for the VCRC.  The tables are built from probes of f itself, which is
+zlib or anycrc over ``bytes(n)`` once: ``L(1 << i) = f(1 << i) ^ f(0)`` for each bit i,
+and ``Lj[b]`` is the XOR of those for the bits set in b -- zlib's ``crc32_combine``, which
+Python's zlib does not expose.  They are kept for up to ZEROS_CACHED lengths (a run has few:
+the MTU, the pads, a message's last packet); other lengths take one pass over zeros.
 """
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from functools import lru_cache
+from types import FunctionType
 from typing import Final, Protocol
 
 import anycrc
+from mypy_extensions import i64
 
 from .layout import BTH_CN, GRH_LEN, LRH_LEN, Buf
 
 
 class _CRC(Protocol):
-    def calc(self, data: Buf) -> int: ...
+    def calc(self, data: Buf, init: int | None = None) -> int: ...
 
 
 _VCRC: _CRC = anycrc.CRC(width=16, poly=0x100B, init=0xFFFF, refin=True, refout=True, xorout=0xFFFF)
@@ -134,3 +153,134 @@ def vcrc_delta(xor_byte: int, distance_to_end: int) -> int:
     """VCRC change caused by XOR-ing *xor_byte* into a byte followed by
     *distance_to_end* more covered bytes (see the module docstring)."""
     return _VCRC0.calc(bytes([xor_byte]) + bytes(distance_to_end))
+
+
+@lru_cache(maxsize=4096)
+def icrc_delta(xor_byte: int, distance_to_end: int) -> int:
+    """ICRC change caused by XOR-ing *xor_byte* into an invariant byte followed by
+    *distance_to_end* more bytes the ICRC covers: ``crc0(bytes([x]) + bytes(d))`` (module
+    docstring), for zlib's CRC-32 the difference of the CRCs of two messages of that length
+    that differ in that byte alone."""
+    return zlib.crc32(bytes([xor_byte]) + bytes(distance_to_end)) ^ zlib.crc32(bytes(distance_to_end + 1))
+
+
+# ----------------------------------------------------------------- zero extension
+
+ZEROS_CACHED: Final = 32
+"""The most lengths whose zero-extension tables are kept (each 1,025 or 513 ints)."""
+ZEROS_BELOW: Final = 8192
+"""Tables are made for lengths below this only (a payload of an MTU of 4096 and its pad)."""
+_NO_TABLE: Final[list[int]] = []
+# the tables by length, in lists rather than dicts: indexed by a native int, not a boxed one
+_CRC32_ZEROS: Final = [_NO_TABLE] * ZEROS_BELOW
+_VCRC_ZEROS: Final = [_NO_TABLE] * ZEROS_BELOW
+_TABLED: Final[list[int]] = []              # the lengths with tables, in the order made
+_crc32: Final = zlib.crc32
+
+
+def _zero_tables(width: int, f: Callable[[int], int]) -> list[int]:
+    """The tables of the affine map *f* of a *width*-bit CRC value (module docstring):
+    ``width // 8`` tables of 256 entries one after another, then ``f(0)``."""
+    k = f(0)
+    basis = [f(1 << i) ^ k for i in range(width)]
+    tables: list[int] = []
+    for j in range(width // 8):
+        t = [0] * 256
+        for b in range(1, 256):
+            low = b & -b                    # the lowest bit set: t[b] from t[b without it]
+            t[b] = t[b ^ low] ^ basis[8 * j + low.bit_length() - 1]
+        tables += t
+    tables.append(k)
+    return tables
+
+
+def _make_tables(n: int) -> bool:
+    """Make both tables for *n* zero bytes, unless ZEROS_CACHED lengths have them."""
+    if len(_TABLED) >= ZEROS_CACHED:
+        return False
+    z = bytes(n)
+    _CRC32_ZEROS[n] = _zero_tables(32, lambda x: _crc32(z, x))
+    _VCRC_ZEROS[n] = _zero_tables(16, lambda x: _VCRC.calc(z, x))
+    _TABLED.append(n)
+    return True
+
+
+def crc32_zeros(c: int, n: int) -> int:
+    """``zlib.crc32(bytes(n), c)``: the CRC-32 value *c* carried over *n* zero bytes,
+    four table look-ups for a length with tables (module docstring)."""
+    if 0 < n < ZEROS_BELOW and (_CRC32_ZEROS[n] or _make_tables(n)):
+        t = _CRC32_ZEROS[n]
+        return (t[1024] ^ t[c & 0xFF] ^ t[256 + ((c >> 8) & 0xFF)] ^ t[512 + ((c >> 16) & 0xFF)]
+                ^ t[768 + (c >> 24)])
+    return _crc32(bytes(n), c)
+
+
+def vcrc_zeros(v: int, n: int) -> int:
+    """The VCRC value *v* carried over *n* zero bytes (``calc(bytes(n), init=v)``), two
+    table look-ups for a length with tables (module docstring)."""
+    if 0 < n < ZEROS_BELOW and (_VCRC_ZEROS[n] or _make_tables(n)):
+        t = _VCRC_ZEROS[n]
+        return t[512] ^ t[v & 0xFF] ^ t[256 + (v >> 8)]
+    return _VCRC.calc(bytes(n), v)
+
+
+_VCRC_TABLE_LE: Final = b"".join(x.to_bytes(2, "little") for x in _VCRC_TABLE)
+"""The VCRC byte table as bytes, two per entry: the compiled core reads bytes natively."""
+
+
+def vcrc_loop(v: int, data: bytes) -> int:
+    """The VCRC value *v* carried over *data* (``calc(data, init=v)``; 0 is the value of
+    no bytes) by a byte-table loop.  Compiled, it costs a third of the call into anycrc
+    over the few bytes of a packet's headers; interpreted, twice that call (issue 28)."""
+    table = _VCRC_TABLE_LE
+    r: i64 = v ^ 0xFFFF
+    for i in range(len(data)):
+        j: i64 = ((r ^ data[i]) & 0xFF) << 1
+        r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    return r ^ 0xFFFF
+
+
+def _compiled() -> bool:
+    """True when this module runs compiled (mypyc): its functions are builtins then."""
+    return not isinstance(_compiled, FunctionType)
+
+
+_LOOP: Final = _compiled()
+
+
+def vcrc_update(v: int, data: bytes) -> int:
+    """The VCRC value *v* carried over a few bytes *data*: :func:`vcrc_loop` when
+    compiled, else anycrc, whichever costs less; the same value either way."""
+    if _LOOP:
+        return vcrc_loop(v, data)
+    return _VCRC.calc(data, v)
+
+
+def vcrc_word(v: int, w: int) -> int:
+    """The VCRC value *v* carried over the four bytes of *w*, least significant first (an
+    ICRC as sent): the byte-table step four times on the int when compiled, else anycrc."""
+    if not _LOOP:
+        return _VCRC.calc(w.to_bytes(4, "little"), v)
+    table = _VCRC_TABLE_LE
+    r: i64 = v ^ 0xFFFF
+    x: i64 = w
+    j: i64 = ((r ^ x) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (x >> 8)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (x >> 16)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (x >> 24)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    return r ^ 0xFFFF
+
+
+def vcrc_more(v: int, data: Buf) -> int:
+    """The VCRC value *v* carried over *data* by anycrc (for a payload of any length)."""
+    return _VCRC.calc(data, v)
+
+
+def icrc_start(masked: bytes) -> int:
+    """The ICRC value after the LRH (all variant) and *masked*: the headers that follow
+    it, GRH BTH and extension headers, with their variant fields already all ones."""
+    return _crc32(masked, _LRH_MASK_CRC)

@@ -6,7 +6,7 @@ Offsets come from :mod:`ibemu.wire.layout`; building and parsing whole packets i
 """
 from __future__ import annotations
 
-from .crc import ICRC_RESIDUE, VCRC_RESIDUE, icrc as _icrc, vcrc as _vcrc, vcrc_delta
+from .crc import ICRC_RESIDUE, VCRC_RESIDUE, icrc as _icrc, icrc_delta, vcrc as _vcrc, vcrc_delta
 from .layout import (Buf, ACKREQ_LOCAL, AETH_MSN, AETH_SYNDROME, BTH_CN, CN_GLOBAL, CN_LOCAL, DESTQP_LOCAL, DETH_LEN,
                      DETH_QKEY, DETH_SRCQP, EXT_LOCAL, FLAGS_LOCAL, GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_DLID,
                      LRH_LEN, LRH_PKTLEN, LRH_SL, LRH_SLID, LRH_VL, OPCODE_GLOBAL, OPCODE_LOCAL, PACKET_OVERHEAD,
@@ -279,14 +279,17 @@ def set_vl(buf: bytearray, vl: int) -> None:
 
 
 def set_ackreq(buf: bytearray) -> None:
-    """Set the BTH AckReq bit in place (LNH 2); the ICRC and the VCRC are recomputed
-    (AckReq is an invariant field)."""
-    buf[ACKREQ_LOCAL] |= 0x80
+    """Set the BTH AckReq bit in place (LNH 2).  AckReq is an invariant field: the ICRC
+    changes by :func:`ibemu.wire.crc.icrc_delta` (CRC linearity, as for the VCRC), and
+    each changed byte's VCRC change is patched in, the frame not read again (issue 28)."""
+    x = (buf[ACKREQ_LOCAL] | 0x80) ^ buf[ACKREQ_LOCAL]
+    if not x:
+        return
     end = len(buf) - ICRC_LEN - VCRC_LEN
-    c = _icrc(memoryview(buf)[LRH_LEN:end], buf[LRH_SL] & 3)
-    buf[end:end + ICRC_LEN] = c.to_bytes(ICRC_LEN, "little")
-    buf[end + ICRC_LEN:end + ICRC_LEN + VCRC_LEN] = \
-        _vcrc(memoryview(buf)[:end + ICRC_LEN]).to_bytes(VCRC_LEN, "little")
+    _patch_byte(buf, ACKREQ_LOCAL, buf[ACKREQ_LOCAL] | 0x80)
+    d = icrc_delta(x, end - ACKREQ_LOCAL - 1)
+    for i in range(ICRC_LEN):           # least significant byte first
+        _patch_byte(buf, end + i, buf[end + i] ^ ((d >> (8 * i)) & 0xFF))
 
 
 def vcrc_ok(buf: Buf) -> bool:
