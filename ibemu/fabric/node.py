@@ -160,7 +160,7 @@ class Node(SimNode):
         """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
         self._tseq += 1
         free = self._tfree
-        if free:
+        if free:                            # (Timer.__init__'s assignments: see events.reuse)
             timer = free.pop()
             timer.time = t
             timer.seq = self._tseq

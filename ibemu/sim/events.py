@@ -121,6 +121,8 @@ def reuse(free: list[Event], time: int, seq: int, kind: int, node: SimNode, port
     one, else a new one (issue 28: an event's allocation and release cost about as much
     as its ordering in the heap)."""
     if free:
+        # __init__'s assignments, repeated rather than shared: an attribute that __init__
+        # does not assign itself is one mypyc checks for being unset on every read
         ev = free.pop()
         ev.time = time
         ev.seq = seq
