@@ -31,6 +31,15 @@ def test_an_arn_carries_its_dlid_on_vl15_with_a_good_lpcrc(dlid):
     assert get_arn_dlid(frame) == dlid
 
 
+def test_summaries_and_the_scapy_layer_name_an_arn_and_its_dlid():
+    from ibemu.layers import IBLink
+    from ibemu.wire.summary import summarize
+    frame = build_arn(649)
+    assert summarize(frame, True) == "LINK arn DLID=649"
+    pkt = IBLink(frame)
+    assert pkt.op == OP_ARN and pkt.arn_dlid() == 649 and pkt.mysummary() == "LINK arn DLID=649"
+
+
 def test_the_trigger_counts_bytes_ahead_and_waits_a_hold_per_input_and_dlid():
     n = Notifier(threshold=1, hold=1000, mtu=2048)
     assert not n.due(1, 7, 2047, 0)             # less than a full packet's bytes ahead (an ACK or two)
