@@ -34,6 +34,9 @@ The subset ibemu models (``[routing] arn = true``, with adaptive routing):
   ``arn_hold`` after it arrives, the port it came in on is not chosen for that DLID
   while another port of the group is not so marked (:meth:`Marks.usable`).  The static
   port of the LFT gets no preference while it is marked.
+- **Deadlock freedom**: a notification only narrows a group for a while, never adds a
+  port, so the credit-loop check over every port of every group
+  (:mod:`ibemu.routing.cdg`) still covers every path a packet can take.
 - Not modelled: notifications forwarded further upstream, congestion-tree isolation
   (Rocher-Gonzalez et al.'s reserved buffers), flows or flowlets (marks are per DLID),
   the vendor's packet format and timing.
