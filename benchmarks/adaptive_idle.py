@@ -14,6 +14,7 @@ leaf, leaf down to a host):
 
     python benchmarks/adaptive_idle.py                        # full size, adaptive, speedup 2
     python benchmarks/adaptive_idle.py --speedup 1 --routing static --ci-size
+    python benchmarks/adaptive_idle.py --no-arn               # adaptive, the leaves' own view only
 
 The full size (128 hosts, 200 us) takes about a minute.
 """
@@ -75,8 +76,9 @@ def main() -> int:
     ap.add_argument("--speedup", type=float, default=SPEEDUP)
     ap.add_argument("--ci-size", action="store_true", help="32 hosts, 100 us (default: 128 hosts, 200 us)")
     ap.add_argument("--from-us", type=int, default=40, help="first sample (us)")
+    ap.add_argument("--no-arn", action="store_true", help="adaptive routing without notifications (ARN)")
     args = ap.parse_args()
-    scn = permutation_scenario(args.pattern, args.routing, not args.ci_size, args.speedup)
+    scn = permutation_scenario(args.pattern, args.routing, not args.ci_size, args.speedup, not args.no_arn)
     fabric = build_fabric(scn)
     engine = VirtualEngine(fabric.nodes.values(), fabric.wiring, None, faults=engine_faults(fabric.injectors))
     engine.start(0)
@@ -90,8 +92,9 @@ def main() -> int:
                     if x.port is not None:
                         counts[stage(name, x.port.label)][state(node, x, t)] += 1
         t += PS_PER_US
-    print("%s, %s routing, crossbar speedup %g, %s; share of output-port samples (every us from %d us):"
-          % (args.pattern, args.routing, args.speedup, "CI size" if args.ci_size else "full size", args.from_us))
+    print("%s, %s routing%s, crossbar speedup %g, %s; share of output-port samples (every us from %d us):"
+          % (args.pattern, args.routing, " without notifications" if args.no_arn and args.routing == "adaptive" else "",
+             args.speedup, "CI size" if args.ci_size else "full size", args.from_us))
     print("| stage | " + " | ".join(STATES) + " |")
     print("|---|" + "---:|" * len(STATES))
     for st in ("leaf up", "spine down", "leaf down"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .cc import install, node_class
 from .errors import UserError
 from .fabric.adaptive import AdaptiveRouting, switch_rng
+from .fabric.arn import Marks, Notifier
 from .fabric.credits import MAX_CAPACITY_BLOCKS, blocks_of
 from .fabric.faults import make_injectors
 from .fabric.job.install import install_jobs
@@ -237,8 +238,14 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases
     lfts, groups = scenario_routing(scn, sw_lids, phases=phases)
     for name, table in lfts.items():
         nodes[name].lft = table
+    rs = scn.routing
     for name, policy in adaptive_switches(scn).items():
-        nodes[name].adaptive = AdaptiveRouting(groups.get(name, {}), policy, switch_rng(scn.seed, name), mtu)
+        sw = nodes[name]
+        marks = Marks(rs.arn_hold) if rs.arn else None
+        sw.adaptive = AdaptiveRouting(groups.get(name, {}), policy, switch_rng(scn.seed, name), mtu, marks)
+        if rs.arn:                  # notifications (.fabric.arn): sent and heeded by the adaptive switches
+            sw.arn_marks = marks
+            sw.notifier = Notifier(rs.arn_threshold, rs.arn_hold, mtu)
 
     fabric = Fabric(nodes, wiring, link_capacity, {}, link_ends)
     for index, flow in enumerate(scn.flows):

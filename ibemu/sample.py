@@ -7,7 +7,7 @@ from __future__ import annotations
 from .capture.erf import ErfPcapWriter
 from .wire import opcodes as op
 from .wire.codec import build
-from .wire.linkpkt import OP_INIT, OP_NORMAL, build_link
+from .wire.linkpkt import OP_INIT, OP_NORMAL, build_arn, build_link
 
 PAYLOAD = bytes(range(256)) * 8   # 2048 bytes, the PMTU of seed 003 Table 1
 
@@ -36,6 +36,7 @@ def sample_frames():
         ("LINK init VL0", True, build_link(OP_INIT, 0, 0, 128)),
         ("LINK normal VL0", True, build_link(OP_NORMAL, 4095, 0, 60)),
         ("LINK normal VL1", True, build_link(OP_NORMAL, 33, 1, 161)),
+        ("LINK arn DLID 0x1234", True, build_arn(0x1234)),
     ]
     return out
 

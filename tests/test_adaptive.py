@@ -16,7 +16,7 @@ from ibemu.fabric.adaptive import AdaptiveRouting, pick, switch_rng
 from ibemu.fabric.switch import Switch
 from ibemu.run import run_virtual
 from ibemu.scenario import scenario_from_dict
-from ibemu.studies.adaptive import SPEEDUP
+from ibemu.studies.adaptive import ARN, SPEEDUP
 from ibemu.units import PS_PER_US
 
 
@@ -37,15 +37,16 @@ def test_unknown_policy_refused():
 
 
 def fat_tree(pattern: str, adaptive: bool, policy: str = "credits", k: int | None = None,
-             duration: str = "100us", speedup: float = 1.0) -> dict:
+             duration: str = "100us", speedup: float = 1.0, arn: bool = ARN) -> dict:
     """fat_tree2 at CI size: radix 8, 8 leaves of 4 hosts, 4 spines (32 hosts); one
-    [[traffic]] table of greedy flows; ftree routing; switches with a crossbar *speedup*."""
+    [[traffic]] table of greedy flows; ftree routing (adaptive: with notifications, *arn*,
+    as the study routes); switches with a crossbar *speedup*."""
     traffic = {"pattern": pattern}
     if k is not None:
         traffic["k"] = k
     return {"template": {"name": "fat_tree2", "radix": 8, "leaves": 8},
             "scenario": {"name": "ar_" + pattern, "duration": duration, "seed": 1},
-            "routing": {"engine": "ftree", "adaptive": adaptive, "adaptive_policy": policy},
+            "routing": {"engine": "ftree", "adaptive": adaptive, "adaptive_policy": policy, "arn": adaptive and arn},
             "defaults": {"link": {"rate": "4x_sdr", "propagation": "10ns"}, "switch": {"buffer": "4 packets", "crossbar_speedup": speedup}},
             "traffic": [traffic], "output": {"bin": "10us", "plots": False}}
 
@@ -70,7 +71,8 @@ def test_permutation_spreads_and_gains_shift_keeps_its_rate(tmp_path):
     """A random permutation: static ftree routes put two or more flows on some leaf-spine
     links (each then gets at most half a link), adaptive routing spreads the packets over
     every spine, so the sum rises.  Issue 31 acceptance, at CI size, both routings on the
-    same switches -- with the study's crossbar speedup (SPEEDUP = 2; docs/adaptive.md): "A
+    same switches -- with the study's crossbar speedup (SPEEDUP = 2; docs/adaptive.md) and
+    its adaptive routing notifications (ARN; tests/test_fabric_arn.py compares without): "A
     random permutation on the 128-host fat_tree2 delivers at least 0.85 of the line rate
     in sum with adaptive routing", and "A shift permutation, which static ftree routes
     without contention, loses at most 1 % under adaptive routing" (k = 1: mostly inside a

@@ -75,10 +75,11 @@ def test_a_marked_late_packet_is_answered_at_once_with_becn():
     assert ack is not None and codec.parse(ack).becn == 1 and _aeth(ack) == (0, ACK_SYNDROME)
 
 
-def fat_tree_faults(faults: LinkFaults | None, policy: str, count: int = 25, seed: int = 7) -> Scenario:
+def fat_tree_faults(faults: LinkFaults | None, policy: str, count: int = 25, seed: int = 7,
+                    arn: bool = False) -> Scenario:
     """The fault matrix's flows (test_faults.fault_matrix_scenario) on a fat tree: leaves
-    L0 (A, B) and L1 (C, D), spines S0, S1, routed by ftree with adaptive routing, so the
-    packets between the leaves take either spine."""
+    L0 (A, B) and L1 (C, D), spines S0, S1, routed by ftree with adaptive routing (with
+    notifications: *arn*), so the packets between the leaves take either spine."""
     hp = HCAParams(ack_timeout=200 * PS_PER_US)
     hcas = [HCASpec(n, i + 1, hp) for i, n in enumerate(("A", "B", "C", "D"))]
     lp = LinkParams(propagation=100 * 1000, fc_period=20 * PS_PER_US)
@@ -94,7 +95,7 @@ def fat_tree_faults(faults: LinkFaults | None, policy: str, count: int = 25, see
         FlowSpec("ud_AD", "A", "D", transport="ud", pattern="messages", count=4 * count, message_size=1500,
                  rate=2e8),
     ]
-    routing = RoutingSpec(engine="ftree", adaptive=True, adaptive_policy=policy, reorder_window=64)
+    routing = RoutingSpec(engine="ftree", adaptive=True, adaptive_policy=policy, reorder_window=64, arn=arn)
     return Scenario("ar_faults", duration=20 * PS_PER_MS, seed=seed,
                     switches=[SwitchSpec(n) for n in ("L0", "L1", "S0", "S1")], hcas=hcas, links=links,
                     flows=flows, routing=routing, faults=FaultSpec(all=faults) if faults else None)
@@ -107,9 +108,9 @@ def _total(fab, name):
     return sum(n.counters.get(name, 0) for n in fab.nodes.values())
 
 
-@pytest.mark.parametrize("policy", ["random", "credits"])
-def test_adaptive_routing_alone_every_message_once_intact_no_nak(policy):
-    scn = fat_tree_faults(None, policy, count=20)
+@pytest.mark.parametrize("policy,arn", [("random", False), ("credits", False), ("credits", True)])
+def test_adaptive_routing_alone_every_message_once_intact_no_nak(policy, arn):
+    scn = fat_tree_faults(None, policy, count=20, arn=arn)
     fab, eng, check = run_with_faults(scn, 3 * PS_PER_MS)
     rec = check.export()
     assert verify(rec, ud_flows={"ud_AD"}) == []
@@ -120,15 +121,17 @@ def test_adaptive_routing_alone_every_message_once_intact_no_nak(policy):
         assert sum(fab.qps[f][1].out_of_order for f in RC) > 0
     assert _total(fab, "naks_sent") == 0 and _total(fab, "out_of_sequence") == 0
     assert_no_credit_leak(fab)
+    if arn:                                                       # notifications were sent and heeded
+        assert _total(fab, "arn_sent") > 0 and _total(fab, "arn_heeded") > 0
 
 
-@pytest.mark.parametrize("seed", [7])
-def test_adaptive_routing_with_the_fault_matrix_every_message_once_intact(seed):
+@pytest.mark.parametrize("seed,arn", [(7, False), (7, True)])
+def test_adaptive_routing_with_the_fault_matrix_every_message_once_intact(seed, arn):
     """SEND and WRITE: every message once, intact, in order.  READ responses travel
     the other way and the requester takes them in order only (a hole is an implicit NAK,
     docs/adaptive.md): under random spraying and 5 % loss its retries may run out, as in
     test_faults.test_fault_matrix_more_seeds_never_wrong -- never a wrong message."""
-    scn = fat_tree_faults(MATRIX, "random", count=25, seed=seed)
+    scn = fat_tree_faults(MATRIX, "random", count=25, seed=seed, arn=arn)
     fab, eng, check = run_with_faults(scn, 15 * PS_PER_MS)
     rec = check.export()
     for p in verify(rec, ud_flows={"ud_AD"}):
@@ -139,3 +142,5 @@ def test_adaptive_routing_with_the_fault_matrix_every_message_once_intact(seed):
     assert sum(fab.qps[f][1].out_of_order for f in RC) > 0
     assert _total(fab, "go_back_n") > 0 and _total(fab, "naks_sent") > 0     # losses NAKed and recovered
     assert_no_credit_leak(fab)
+    if arn:                                                       # notifications, lost and duplicated too
+        assert _total(fab, "arn_sent") > 0 and _total(fab, "arn_heeded") > 0

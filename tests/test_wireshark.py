@@ -294,6 +294,17 @@ def test_plugin_erf_no_malformed(run_tshark, erf_sample):
     assert selected(run_tshark, pcap, "infiniband_link", *LUA) == set()
 
 
+def test_plugin_names_the_adaptive_routing_notification(run_tshark, erf_sample):
+    """ibemu's own link packet (op 2, issue 31): the Info column names it and its DLID."""
+    pcap, sample = erf_sample
+    arn = {n for n, label, link, _ in numbered(sample) if link and label.startswith("LINK arn")}
+    assert len(arn) == 1
+    assert selected(run_tshark, pcap, "ibemu_link.op == 2", *LUA) == arn
+    out = run_tshark("-r", str(pcap), *LUA, "-Y", "ibemu_link.op == 2", timeout=TIMEOUT)     # summary lines
+    assert len(out.strip().splitlines()) == 1, out
+    assert out.rstrip().endswith("Adaptive Routing Notification, DLID %d" % 0x1234), out
+
+
 def test_plugin_erf_fecn_becn_filters(run_tshark, erf_sample):
     pcap, sample = erf_sample
     check_cn_filters(run_tshark, pcap, sample)

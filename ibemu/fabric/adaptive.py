@@ -36,6 +36,7 @@ import zlib
 from typing import TYPE_CHECKING, Final
 
 from ..wire.layout import MAX_HEADERS
+from .arn import Marks
 from .credits import blocks_of
 
 if TYPE_CHECKING:
@@ -79,11 +80,12 @@ class AdaptiveRouting:
     """The adaptive routing state of one switch: destination LID -> its group of output
     ports, the policy (``credits`` or ``random``), the switch's random stream, and how
     many packets left by a port other than the LFT's (``rerouted``; also the switch's
-    counter ``adaptive_rerouted``)."""
-    __slots__ = ("groups", "policy", "rng", "rerouted", "full_bytes", "full_blocks")
+    counter ``adaptive_rerouted``); with adaptive routing notifications (:mod:`.arn`),
+    the ports notified as congested per DLID (``marks``; None: notifications ignored)."""
+    __slots__ = ("groups", "policy", "rng", "rerouted", "full_bytes", "full_blocks", "marks")
 
     def __init__(self, groups: dict[int, tuple[int, ...]], policy: str, rng: random.Random,
-                 mtu: int = 2048) -> None:
+                 mtu: int = 2048, marks: Marks | None = None) -> None:
         if policy not in (CREDITS, RANDOM):
             raise ValueError("adaptive routing policy %r: expected %r or %r" % (policy, CREDITS, RANDOM))
         self.groups = groups
@@ -92,6 +94,7 @@ class AdaptiveRouting:
         self.rerouted = 0
         self.full_bytes = mtu                   # "congested": a full packet's payload queued ...
         self.full_blocks = blocks_of(mtu + MAX_HEADERS)     # ... or no credit for a full packet
+        self.marks = marks
 
     def out_port(self, sw: Switch, dlid: int, sl: int, inp: int, default: int | None, now: int) -> int | None:
         """The output port for a packet to *dlid* on service level *sl* that came in on
@@ -108,6 +111,8 @@ class AdaptiveRouting:
                 ports.append(p)
         if not ports:
             return default
+        if self.marks is not None:
+            ports = self.marks.usable(ports, dlid, now)     # not where a notification said (.arn)
         if self.policy == RANDOM:
             out = ports[self.rng.randrange(len(ports))] if len(ports) > 1 else ports[0]
         else:

@@ -18,12 +18,14 @@ from ..sim.scheduler import NEVER, SimNode
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
 from ..wire.layout import PACKET_OVERHEAD, VCRC_LEN, Buf
-from ..wire.linkpkt import LINK_LEN, OP_INIT, OP_NORMAL, build_link, get_link_credits, link_crc_ok
+from ..wire.linkpkt import (LINK_LEN, OP_ARN, OP_INIT, OP_NORMAL, build_arn, build_link, get_arn_dlid,
+                           get_link_credits, get_link_op, link_crc_ok)
 from .counters import PortCounters
 from .credits import CreditRx, CreditTx
 from .recorder import LinkSink, Recorder
 
 if TYPE_CHECKING:
+    from .arn import Marks
     from .hooks import CCAttributes
 
 VL15: Final = 15
@@ -128,6 +130,7 @@ class Node(SimNode):
         self._tseq = 0
         self._tfree: list[Timer] = []       # fired timers, reused by at_kind (issue 28: no allocation)
         self.counters: dict[str, int] = {}
+        self.arn_marks: Marks | None = None     # adaptive routing notifications it heeds (.arn)
         self._fc_tick_period = 0             # set by start() when it arms the periodic flow-control packets
         self.lid = 0                        # HCAs: their LID; switches: port 0's (build.switch_lids)
         self.cc_settings: CCAttributes | None = None    # CC attributes for CC MADs (IBA annex A10)
@@ -250,9 +253,34 @@ class Node(SimNode):
             break
         op = pending[vl]
         del pending[vl]                     # (not next(iter()) and pop(): calls by name)
-        self._emit_fcp(port, vl, op, now)
+        if vl < 0:                          # an adaptive routing notification (send_arn)
+            self.outbox.append((port.index, build_arn(-1 - vl), True, now))
+        else:
+            self._emit_fcp(port, vl, op, now)
         port.busy_until = now + port.fcp_time
         self.record_tx(port, now, LINK_LEN, False)
+
+    def send_arn(self, port: Port, dlid: int, now: int) -> None:
+        """An adaptive routing notification about *dlid* out of *port* (issue 31,
+        :mod:`ibemu.fabric.arn`): a link packet that goes like a flow-control packet,
+        when the link is free, queued with them under the key ``-1 - dlid``."""
+        self.counters["arn_sent"] = self.counters.get("arn_sent", 0) + 1
+        if not port.fcp_time:
+            self.outbox.append((port.index, build_arn(dlid), True, now))
+            return
+        port.fcp_pending[-1 - dlid] = OP_ARN
+        self.link_blocked(port, now, False)
+
+    def on_arn(self, port: Port, dlid: int, now: int) -> None:
+        """An adaptive routing notification about *dlid* came in on *port*: marked in
+        ``arn_marks`` (a switch routing adaptively with notifications on, :mod:`.arn`);
+        a node without counts it and does nothing else."""
+        marks = self.arn_marks
+        if marks is not None:
+            marks.notified(port.index, dlid, now)
+            self.counters["arn_heeded"] = self.counters.get("arn_heeded", 0) + 1
+        else:
+            self.counters["arn_ignored"] = self.counters.get("arn_ignored", 0) + 1
 
     def _emit_fcp(self, port: Port, vl: int, op: int, now: int) -> None:
         port.last_fcp[vl] = now
@@ -326,7 +354,10 @@ class Node(SimNode):
             return None
         vl, fctbs, fccl = get_link_credits(frame)
         if vl >= len(port.tx):
-            self.port_error(port, "PortRcvErrors")
+            if get_link_op(frame) == OP_ARN:    # (VL 15: wire/linkpkt.py) not credits
+                self.on_arn(port, get_arn_dlid(frame), now)
+            else:
+                self.port_error(port, "PortRcvErrors")
             return None
         tx = port.tx[vl]
         if not tx.plausible(fccl):

@@ -38,6 +38,7 @@ from .pkey import PKeyTable
 from .xport import SLOWER, SPEEDUP, WHOLE, Entry, XPort
 
 if TYPE_CHECKING:
+    from .arn import Notifier
     from .adaptive import AdaptiveRouting
     from .hooks import Marker
     from .recorder import Recorder
@@ -71,6 +72,7 @@ class Switch(Node):
         self.enforce_pkeys = params.enforce_pkeys
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
         self.adaptive: AdaptiveRouting | None = None  # adaptive routing (ibemu.fabric.adaptive); None: the LFT
+        self.notifier: Notifier | None = None       # adaptive routing notifications it sends (.arn)
 
     def attach_marker(self, marker: Marker) -> None:
         """Congestion marking at this switch's output ports (a scheme's :class:`Marker`)."""
@@ -125,7 +127,7 @@ class Switch(Node):
         if link:
             vl = self.receive_link(port, buf, now, check)
             if vl is not None:
-                self._try_output(pidx, now)
+                self._try_out(self.xat[pidx + 1], now)
             return
         # a packet is a bytearray (rewritten in place: VL, FECN); a link packet may be bytes
         frame = buf if isinstance(buf, bytearray) else bytearray(buf)
@@ -190,6 +192,8 @@ class Switch(Node):
         e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
         (xo.vl15 if vl == VL15 else xo.queues[vl]).append(e)
         xo.queued += 1
+        if self.notifier is not None and vl != VL15 and self.notifier.due(pidx, dlid, xo.waiting_bytes() - n, now):
+            self.send_arn(port, dlid, now)
         if self.marker is not None:
             self.marker.on_arrival(self, e, now)
         self._try_out(xo, now)
@@ -250,9 +254,6 @@ class Switch(Node):
             if xat[e.inp + 1].can_feed(now, rate):
                 return i
         return None
-
-    def _try_output(self, o: int, now: int) -> None:
-        self._try_out(self.xat[o + 1], now)
 
     def _try_out(self, x: XPort, now: int) -> None:
         """Start the next packet on output *x* if its link, the credits, the FIFOs and

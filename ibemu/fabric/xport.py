@@ -85,6 +85,14 @@ class XPort:
         self.rule = rule if port is not None else WHOLE     # port 0 is read whole
         self.read = self.rate if rule != SPEEDUP else round(speedup * self.rate)   # bytes/s it reads
 
+    def waiting_bytes(self) -> int:
+        """Bytes of the packets waiting for this output, every VL (not VL15's)."""
+        n = 0
+        for q in self.queues:
+            for e in q:
+                n += len(e.frame)
+        return n
+
     def can_feed(self, now: int, rate: int) -> bool:
         """Can this input feed an output of *rate* now?  ``WHOLE``: it is sending nothing;
         ``SLOWER``: an output slower than the input needs its rate left of the read rate,

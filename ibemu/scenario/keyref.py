@@ -166,6 +166,11 @@ OUTPUT = [
       "per packet: least loaded port, a random one (ns-3 ECMP), or the LFT's"),
     K("routing.reorder_window", "integer", "packets", "64 with adaptive routing, else 0", "0 .. 4194304",
       "RC responders keep packets this far ahead of the expected PSN (0: in order only)"),
+    K("routing.arn", "boolean", "", "false", "needs routing.adaptive",
+      "adaptive routing notifications: congestion one hop on (docs/adaptive.md)"),
+    K("routing.arn_threshold", "integer", "MTUs", "1", "1 .. 65536",
+      "notify upstream for a packet queued behind this many full packets' bytes"),
+    K("routing.arn_hold", "time", "", "10us", "> 0", "a notified port is avoided for the DLID this long"),
 ]
 FAULT = [
     K("loss", "number", "", "0", "0 .. 1", "probability a frame is lost"),

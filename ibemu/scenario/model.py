@@ -90,7 +90,8 @@ class RoutingSpec:
     HCA port; ``roots``: switch names for updn/ftree (empty: found automatically);
     ``check_credit_loops``: refuse a routing whose channel dependency graph has a cycle;
     ``adaptive``, ``adaptive_policy``: adaptive routing (issue 31, :mod:`ibemu.fabric.adaptive`);
-    ``reorder_window``: the RC responders' out-of-order window in packets (0: in order only).
+    ``reorder_window``: the RC responders' out-of-order window in packets (0: in order only);
+    ``arn``, ``arn_threshold``, ``arn_hold``: adaptive routing notifications (:mod:`ibemu.fabric.arn`).
     From an opensm.conf (issue 18, :mod:`ibemu.scenario.opensm_routing`): ``fallback``,
     the engines tried in order when ``engine`` fails (OpenSM's ``routing_engine`` list,
     then minhop unless ``no_fallback``); ``opensm``, what the file set, for the run's note."""
@@ -102,6 +103,9 @@ class RoutingSpec:
     adaptive: bool = False                  # adaptive routing in every switch (issue 31)
     adaptive_policy: str = "credits"        # credits | random | static (ibemu.fabric.adaptive)
     reorder_window: int = 0                 # RC responders take packets up to this far ahead of the expected PSN
+    arn: bool = False                       # adaptive routing notifications (ibemu.fabric.arn)
+    arn_threshold: int = 1                  # ... sent for a packet queued behind this many MTUs of bytes
+    arn_hold: int = 10_000_000              # ps: ... heeded, and sent again, after this long
     fallback: list[str] = field(default_factory=list)
     opensm: list[str] = field(default_factory=list)
 

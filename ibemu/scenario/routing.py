@@ -9,6 +9,8 @@ from typing import Any
 
 from ..cc import CCSpec
 from ..fabric.params import FlowSpec
+from ..fabric.arn import ARN_HOLD, ARN_THRESHOLD
+from ..units import parse_time
 from ..validate import Checker, boolean, integer, string, table, unknown_node
 from .model import HCASpec, RoutingSpec, SwitchSpec
 from .opensm_routing import routing_defaults
@@ -16,7 +18,7 @@ from .opensm_routing import routing_defaults
 __all__ = ["ROUTING_KEYS", "ENGINES", "ADAPTIVE_POLICIES", "REORDER_WINDOW", "parse_routing"]
 
 ROUTING_KEYS = ("engine", "lmc", "roots", "lft_file", "check_credit_loops", "adaptive", "adaptive_policy",
-                "reorder_window")
+                "reorder_window", "arn", "arn_threshold", "arn_hold")
 ADAPTIVE_POLICIES = ("credits", "random", "static")
 REORDER_WINDOW = 64
 """The RC responders' default out-of-order window (packets) under adaptive routing: the
@@ -45,6 +47,9 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
         adaptive_policy = "credits"   # credits | random | static (ibemu.fabric.adaptive)
         reorder_window = 64           # RC responders: packets taken ahead of the expected PSN
                                       # (default 64 with adaptive routing, else 0: in order only)
+        arn = false                   # adaptive routing notifications (ibemu.fabric.arn; needs adaptive)
+        arn_threshold = 1             # notify upstream for a packet queued behind this many full packets (MTU bytes)
+        arn_hold = "10us"             # how long a notified port is avoided for the DLID (and notified again)
 
     Also checks the HCAs' base LIDs against the LMC and each flow's ``path``.  With
     LMC > 0 the HCAs without a ``lid`` (indices not in *explicit_lids*) get, in list
@@ -94,6 +99,13 @@ def parse_routing(ctx: Checker, raw: Any, switches: list[SwitchSpec], hcas: list
     adaptive_anywhere = spec.adaptive or any(s.adaptive for s in switches)
     spec.reorder_window = integer(ctx, path + ".reorder_window",
                                   t.get("reorder_window", REORDER_WINDOW if adaptive_anywhere else 0), 0, 1 << 22)
+    spec.arn = boolean(ctx, path + ".arn", t.get("arn", False))
+    if spec.arn and not adaptive_anywhere:
+        raise ctx.err(path + ".arn", "notifications serve adaptive routing: set routing.adaptive = true too")
+    spec.arn_threshold = integer(ctx, path + ".arn_threshold", t.get("arn_threshold", ARN_THRESHOLD), 1, 1 << 16)
+    spec.arn_hold = ctx.conv(path + ".arn_hold", parse_time, t["arn_hold"]) if "arn_hold" in t else ARN_HOLD
+    if spec.arn_hold <= 0:
+        raise ctx.err(path + ".arn_hold", "must be a positive time, got %r" % (t["arn_hold"],))
     n = 1 << spec.lmc
     if n > 1:
         taken = {lid for i, h in enumerate(hcas) if i in explicit_lids for lid in range(h.lid, h.lid + n)}

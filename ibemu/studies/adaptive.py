@@ -15,6 +15,13 @@ tree under each congestion-control scheme.
   reaches (a spine with a tree link into or out of it).  The roles (victim, bystander)
   are those of the LFT paths, as in the congestion-tree study.
 
+Adaptive routing here is the policy ``credits`` with adaptive routing notifications
+(:data:`ARN`; ``[routing] arn``, :mod:`ibemu.fabric.arn`): a spine whose down port is
+congested tells the leaf that sent the packet to route that destination through another
+spine for a while.  Without them the leaves see only their own ports, and a random
+permutation on the 128-host fat tree stopped at 0.84-0.85 of the line rate
+(docs/adaptive.md); ``arn=False`` runs that variant.
+
 Every run, static and adaptive alike, has switches with a crossbar speedup of
 :data:`SPEEDUP` (``crossbar_speedup``, :mod:`ibemu.fabric.xport`): a combined
 input-output queued switch with speedup 2 can emulate an output-queued switch exactly
@@ -37,21 +44,23 @@ from . import congestion_tree as tree
 from .outputs import write_table
 from .reproduction import REGRESSION, Check, Reproduction, RunCache
 
-__all__ = ["SPEEDUP", "PATTERNS", "HOT_CASES", "ROUTINGS", "run_permutation", "run_hotspot", "run_study", "derived",
-           "format_table", "main", "REPRODUCTIONS"]
+__all__ = ["SPEEDUP", "ARN", "PATTERNS", "HOT_CASES", "ROUTINGS", "run_permutation", "run_hotspot", "run_study",
+           "derived", "format_table", "main", "REPRODUCTIONS"]
 
 PATTERNS = ("permutation", "shift", "shift_leaf")
 HOT_CASES = ("none", "hp", "cca")
 ROUTINGS = ("static", "adaptive")
 SPEEDUP = 2.0           # the switches' crossbar speedup, static and adaptive alike (module docstring)
+ARN = True              # adaptive routing with notifications (module docstring)
 CI = {"radix": 8, "duration": "100us"}
 FULL = {"radix": 16, "duration": "200us"}
 
 
-def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float = SPEEDUP) -> Scenario:
+def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float = SPEEDUP,
+                         arn: bool = ARN) -> Scenario:
     """fat_tree2 with one [[traffic]] table of *pattern* ("shift_leaf": a shift by the
-    hosts of one leaf), routed by ftree, statically or adaptively, its switches with a
-    crossbar *speedup*."""
+    hosts of one leaf), routed by ftree, statically or adaptively (with notifications:
+    *arn*), its switches with a crossbar *speedup*."""
     size = FULL if full else CI
     radix = int(size["radix"])
     traffic: dict[str, Any] = {"pattern": "shift" if pattern.startswith("shift") else pattern}
@@ -59,7 +68,7 @@ def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float 
         traffic["k"] = radix // 2                  # hosts per leaf: every flow to the next leaf
     raw = {"template": {"name": "fat_tree2", "radix": radix, "leaves": radix},
            "scenario": {"name": "adaptive_%s_%s" % (pattern, routing), "duration": size["duration"], "seed": 1},
-           "routing": {"engine": "ftree", "adaptive": routing == "adaptive"},
+           "routing": {"engine": "ftree", "adaptive": routing == "adaptive", "arn": arn and routing == "adaptive"},
            "defaults": {"link": {"rate": "4x_sdr", "propagation": "10ns"},
                         "switch": {"buffer": "4 packets", "crossbar_speedup": speedup}},
            "traffic": [traffic], "output": {"bin": "10us", "plots": False}}
@@ -67,10 +76,10 @@ def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float 
 
 
 def run_permutation(pattern: str, routing: str, full: bool, out_dir: Path | None = None,
-                    speedup: float = SPEEDUP) -> dict[str, float]:
+                    speedup: float = SPEEDUP, arn: bool = ARN) -> dict[str, float]:
     """One permutation run: throughput (mean share of link per flow), latency p50/p99 in
     µs and the packets taken out of order, over the last 80 % of the run."""
-    scn = permutation_scenario(pattern, routing, full, speedup)
+    scn = permutation_scenario(pattern, routing, full, speedup, arn)
     r = run_virtual(scn, out_dir=out_dir, window=(scn.duration // 5, scn.duration), progress=False)
     g = r.summary["groups"]["shift" if pattern.startswith("shift") else pattern]
     w = g["window"]
@@ -97,11 +106,12 @@ def _spines(run: tree.CaseRun, share: dict[str, float]) -> float:
 
 
 def run_hotspot(case: str, routing: str, full: bool, out_dir: Path | None = None,
-                speedup: float = SPEEDUP) -> dict[str, float]:
-    """One hot-spot case of the congestion-tree study under *routing*, its switches with
-    a crossbar *speedup*."""
+                speedup: float = SPEEDUP, arn: bool = ARN) -> dict[str, float]:
+    """One hot-spot case of the congestion-tree study under *routing* (adaptive: with
+    notifications, *arn*), its switches with a crossbar *speedup*."""
     raw, label = tree.load_raw(None, full)
     raw.setdefault("routing", {})["adaptive"] = routing == "adaptive"
+    raw["routing"]["arn"] = arn and routing == "adaptive"
     raw.setdefault("defaults", {}).setdefault("switch", {})["crossbar_speedup"] = speedup
     run = tree.run_case(raw, label, case, out_dir)
     values = tree.case_values(run)

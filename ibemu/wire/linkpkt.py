@@ -5,6 +5,13 @@ Six bytes: Op(4) FCTBS(12) | VL(4) FCCL(12) | LPCRC(16).  Op 0 = normal flow con
 credit limit granted by the receiver, both modulo 4096.  LPCRC is the VCRC polynomial
 over the first four bytes, sent least significant byte first like the VCRC.
 
+ibemu adds one link packet of its own, the adaptive routing notification (ARN, issue
+31; :mod:`ibemu.fabric.arn`): Op 2 (reserved in IBA 7.9.4.1; the format of the ARNs of
+current switches is not public), VL 15 (which has no flow control, so a receiver that
+takes it for a flow-control packet drops it as malformed), and the 16-bit DLID it is
+about in the twelve FCTBS bits and the top four FCCL bits: Op(4) DLID[15:4](12) |
+15(4) DLID[3:0](4) 0(8) | LPCRC(16).
+
 The accessors (``link_crc_ok``, ``get_link_op`` ... ``get_link_fccl``) are the hot-path
 readers every node uses on arrival; ``parse_link`` is the checked one for tools.
 """
@@ -20,6 +27,8 @@ from .layout import Buf
 LINK_LEN: Final = 6
 OP_NORMAL: Final = 0
 OP_INIT: Final = 1
+OP_ARN: Final = 2           # ibemu's adaptive routing notification (module text)
+ARN_VL: Final = 15
 LINK_OP_FCTBS: Final = 0    # byte offsets of the three 16-bit words
 LINK_VL_FCCL: Final = 2
 LINK_LPCRC: Final = 4
@@ -37,6 +46,16 @@ def build_link(op: int, fctbs: int, vl: int, fccl: int, crc: int | None = None) 
     # swapped (it goes least significant byte first); compiled, int.to_bytes is a
     # primitive, about a third of the cost of bytes() of a 6-tuple (issue 28)
     return ((a << 32) | (b << 16) | ((c & 0xFF) << 8) | (c >> 8)).to_bytes(LINK_LEN, "big")
+
+
+def build_arn(dlid: int) -> bytes:
+    """The six bytes of an adaptive routing notification about *dlid* (module text)."""
+    return build_link(OP_ARN, (dlid >> 4) & 0xFFF, ARN_VL, (dlid & 0xF) << 8)
+
+
+def get_arn_dlid(buf: Buf) -> int:
+    """The DLID of an adaptive routing notification."""
+    return (((buf[LINK_OP_FCTBS] & 0xF) << 8 | buf[LINK_OP_FCTBS + 1]) << 4) | (buf[LINK_VL_FCCL] & 0xF)
 
 
 def parse_link(buf: Buf) -> tuple[int, int, int, int, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .codec import CodecError, parse
 from .layout import Buf
-from .linkpkt import parse_link
+from .linkpkt import OP_ARN, get_arn_dlid, parse_link
 from .opcodes import AETH_KINDS, NAK_CODES, opcode_name
 
 
@@ -51,6 +51,8 @@ def summarize_packet(frame: Buf) -> str:
 
 def summarize_link(frame: Buf) -> str:
     op, fctbs, vl, fccl, _ = parse_link(frame)
+    if op == OP_ARN:
+        return "LINK arn DLID=%d" % get_arn_dlid(frame)
     return "LINK %s VL%d FCTBS=%d FCCL=%d" % ("init" if op == 1 else "normal" if op == 0 else "op%d" % op,
                                              vl, fctbs, fccl)
 

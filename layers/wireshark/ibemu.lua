@@ -122,7 +122,8 @@ end
 
 local p_link = Proto("ibemu_link", "InfiniBand Link Flow Control (ibemu)")
 
-local op_names = { [0] = "Normal Flow Control", [1] = "Flow Control Init" }
+local op_names = { [0] = "Normal Flow Control", [1] = "Flow Control Init",
+                   [2] = "Adaptive Routing Notification (ibemu; VL 15, DLID in the credit fields)" }
 
 local f_op     = ProtoField.uint16("ibemu_link.op", "Op", base.DEC, op_names, 0xF000)
 local f_fctbs  = ProtoField.uint16("ibemu_link.fctbs", "FCTBS (blocks sent)", base.DEC, nil, 0x0FFF)
@@ -187,6 +188,10 @@ local function dissect_link(tvb, pinfo, tree)
     end
     local summary = string.format("%s VL%d FCTBS=%d FCCL=%d",
                                   op_names[op] or ("Op " .. op), vl, fctbs, fccl)
+    if op == 2 then     -- ibemu's ARN: the DLID in FCTBS and the top four FCCL bits
+        summary = string.format("Adaptive Routing Notification, DLID %d",
+                                bit32.bor(bit32.lshift(fctbs, 4), bit32.rshift(fccl, 8)))
+    end
     item:append_text(", " .. summary)
     pinfo.cols.info = summary
     return LINK_LEN
