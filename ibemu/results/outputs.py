@@ -23,7 +23,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -264,20 +264,24 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     flow_table.csv / link_table.csv: one row per flow / link (group, level, rates).
     latency.csv: message latency and completion time per flow and group.
     throughput.png / links.png / latency.png when ``scenario.output.plots``.
-    *summary*: ``metrics.summary`` over *window* when the caller has it already.
+    *summary*: ``metrics.summary`` over *window* when the caller has it already (else
+    computed here, after the plots are sent: results.json's ``summary``).
     *plotter*: a started plot worker (:mod:`.plot_worker`), sent the plots to draw before
     the other files are written.
     """
     out = prepare_dir(out_dir)
-    if summary is None:
-        summary = metrics.summary(*window) if window else metrics.summary()
     with atomic_batch():            # all the files, or none (the earlier ones stay)
-        results = _write_all(metrics, scenario, out, extra, summary, plotter)
+        results = _write_all(metrics, scenario, out, extra, summary if summary is not None else
+                             (lambda: metrics.summary(*window) if window else metrics.summary()), plotter)
     return results
 
 
+Summary = dict[str, Any] | Callable[[], dict[str, Any]]
+"""The run's summary, or the function that computes it (once the plots are sent)."""
+
+
 def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-               summary: dict[str, Any], plotter: PlotWorker | None) -> dict[str, Any]:
+               summary: Summary, plotter: PlotWorker | None) -> dict[str, Any]:
     times = metrics.times_ms()
     win_ps = scenario.output.window or metrics.window
     flow_cols = [(n, metrics.flow_rate_series(n, win_ps)) for n in metrics.flow_names()]
@@ -305,9 +309,11 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
 
 
 def _write_files(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-                 summary: dict[str, Any], times: np.ndarray, flow_cols: Series, group_cols: Series,
+                 summary: Summary, times: np.ndarray, flow_cols: Series, group_cols: Series,
                  link_all: Series, link_data: Series) -> dict[str, Any]:
     """Every file of the folder but the plots; returns what went into results.json."""
+    if callable(summary):
+        summary = summary()
     results: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed,
                                "duration_ps": scenario.duration,
                                "duration_ms": scenario.duration / PS_PER_MS, "source": scenario.source,
