@@ -73,7 +73,8 @@ def plot_run(metrics: PlotSource, scenario: Scenario, out: Path, times: np.ndarr
              link_data: dict[str, np.ndarray], link_all: dict[str, np.ndarray],
              flow_cols: dict[str, np.ndarray], group_cols: dict[str, np.ndarray]) -> None:
     """throughput.png (the chosen links' data utilization and the groups' rates, else
-    the first flows') and, when there are more links, links.png (every link)."""
+    the first flows') and, when there are more links, links.png (every link);
+    links_heatmap.png is :func:`plot_run_heatmap`'s."""
     from matplotlib.figure import Figure  # no pyplot: no global backend state
 
     styles = ["-", "--", "-.", ":"]
@@ -136,13 +137,19 @@ def plot_run(metrics: PlotSource, scenario: Scenario, out: Path, times: np.ndarr
                [(lbl, link_all[lbl]) for lbl in ranked],
                "link utilization (fraction of link bandwidth, %g ms window)" % win_ms, mean_in_legend=True) \
             .savefig(out / "links.png", **PNG_OPTIONS)
+
+
+def plot_run_heatmap(metrics: PlotSource, scenario: Scenario, out: Path, times: np.ndarray,
+                     link_all: dict[str, np.ndarray]) -> None:
+    """links_heatmap.png of a run (:func:`plot_link_heatmap`), when its links have
+    levels or there are more than :data:`HEATMAP_MIN_LINKS`."""
     levels = _levels_of(scenario)
-    if levels or len(all_links) > HEATMAP_MIN_LINKS:
+    if levels or len(metrics.link_names()) > HEATMAP_MIN_LINKS:
         plot_link_heatmap(times, link_all, levels, out / "links_heatmap.png",
                           title="%s - link utilization over time%s" % (scenario.name,
                                                                         " by fabric level" if levels else ""),
-                          xmax=xmax,
-                          window_ms=win_ms)
+                          xmax=scenario.duration / PS_PER_MS,
+                          window_ms=(scenario.output.window or metrics.window) / PS_PER_MS)
 
 
 def _busiest(labels: Sequence[str], series: Mapping[str, np.ndarray], n: int) -> list[str]:

@@ -173,20 +173,21 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
         for node, values in counters.items():
             for key, value in values.items():
                 metrics.counter(node, key, value)
-        t_from, t_to = window if window else (None, None)
-        summary = metrics.summary(t_from, t_to)
-        result = RunResult(scn, metrics, summary, engine.events, wall, counters, phases=phases)
+        out = Path(out_dir) if out_dir is not None else None
+        summary: dict[str, Any] | None = None
         with atomic_batch():                # the capture and the output folder: all committed, or none
             if capture is not None:
                 capture.close()
                 engine.transmit = None      # the writer is closed: the engine may run on without it
-            if out_dir is not None:
-                out = Path(out_dir)
-                write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
-                                                        "pcap": Path(pcap).name if pcap else None,
-                                                        "lids": lids_of(fabric)},
-                              window=window, summary=summary, plotter=plotter)
-                result.out_dir = out
+            if out is not None:             # (the summary computed there once the plots are sent)
+                summary = write_outputs(metrics, scn, out, extra={"clock": "virtual", "events": engine.events,
+                                                                  "pcap": Path(pcap).name if pcap else None,
+                                                                  "lids": lids_of(fabric)},
+                                        window=window, plotter=plotter)["summary"]
+        if summary is None:
+            t_from, t_to = window if window else (None, None)
+            summary = metrics.summary(t_from, t_to)
+        result = RunResult(scn, metrics, summary, engine.events, wall, counters, out_dir=out, phases=phases)
     if observers:
         context = RunContext(scn, engine, fabric, result)
         for observe in list(observers):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pytest
 from ibemu.errors import OutputError
 from ibemu.results import write_outputs
 from ibemu.results import plot_worker as pw
-from ibemu.results.plot_data import PlotData
+from ibemu.results.plot_data import PlotData, PlotJob
 from ibemu.run import run_virtual
 from ibemu.scenario import load_scenario
 
@@ -68,6 +69,59 @@ def test_the_worker_writes_the_same_files(run, in_process, tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]    # no temporary left
 
 
+def _logged(log: Path, then):
+    """A drawing function that appends "<pid> <part>" to *log*, then calls *then*."""
+    def drawing(job: object, scenario: object, folder: Path, part: object = None) -> None:
+        with open(log, "a") as fh:
+            fh.write("%d %s\n" % (os.getpid(), part))
+        then(job, scenario, folder, part)
+    return drawing
+
+
+def test_two_processes_draw_the_two_parts(run, in_process, tmp_path, monkeypatch, capsys):
+    """The worker draws part 0 and a helper it forks part 1 at the same time: two
+    processes, neither the run's, and the folder is the in-process one, byte for byte."""
+    log = tmp_path / "parts.log"
+    monkeypatch.setattr(pw, "draw", _logged(log, pw.draw))
+    files = _write(run, tmp_path / "out", True)
+    drawn = dict(reversed(line.split()) for line in log.read_text().splitlines())
+    assert sorted(drawn) == ["0", "1"]
+    assert drawn["0"] != drawn["1"] and str(os.getpid()) not in drawn.values()
+    assert files == in_process
+    assert capsys.readouterr().err == ""
+
+
+def test_a_helper_that_dies_is_one_line_and_the_plots_drawn_here(run, in_process, tmp_path, monkeypatch, capsys):
+    draw = pw.draw
+
+    def second_dies(job: object, scenario: object, folder: Path, part: object = None) -> None:
+        if part == 1:
+            os._exit(3)
+        draw(job, scenario, folder, part)
+    line = _fails(run, tmp_path, monkeypatch, capsys, second_dies)
+    assert "it failed (its second drawer ended before answering)" in line
+    assert _files(tmp_path) == in_process
+
+
+def test_ending_the_worker_ends_its_helper(run, tmp_path, monkeypatch):
+    """The run's process ends the worker while both parts are being drawn (an interrupt,
+    an error): the helper goes with it, no process is left."""
+    log = tmp_path / "parts.log"
+    monkeypatch.setattr(pw, "draw", _logged(log, lambda *a: time.sleep(60)))
+    scn, result = run
+    m = result.metrics
+    with pw.started(scn) as plotter:
+        assert plotter is not None and plotter.submit(tmp_path, PlotJob(PlotData.of(m), m.times_ms(), [], [], [], []))
+        deadline = time.monotonic() + 30
+        while (not log.exists() or len(log.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    pids = [int(line.split()[0]) for line in log.read_text().splitlines()]
+    assert len(set(pids)) == 2 and plotter.process.exitcode is not None
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)             # ended and reaped
+
+
 def test_plot_data_answers_as_the_metrics(run):
     m = run[1].metrics
     d = PlotData.of(m)
@@ -101,7 +155,7 @@ def test_a_worker_that_raises_is_one_line_and_the_plots_drawn_here(run, in_proce
 
 
 def test_a_worker_that_dies_is_one_line_and_the_plots_drawn_here(run, in_process, tmp_path, monkeypatch, capsys):
-    def dies(job: object, scenario: object, folder: Path) -> None:
+    def dies(job: object, scenario: object, folder: Path, part: object = None) -> None:
         (folder / "throughput.png").write_bytes(b"half")      # what it leaves is not kept
         os._exit(3)
     line = _fails(run, tmp_path, monkeypatch, capsys, dies)
@@ -128,7 +182,7 @@ def test_a_file_error_in_the_worker_is_the_in_process_error(run, in_process, tmp
     out.mkdir()
     (out / "results.json").write_text("earlier\n")
 
-    def full(job: object, scenario: object, folder: Path) -> None:
+    def full(job: object, scenario: object, folder: Path, part: object = None) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder / "links.png"))
     monkeypatch.setattr(pw, "draw", full)
     with pytest.raises(OutputError) as e:

@@ -39,7 +39,7 @@ def window(text: str) -> tuple[float, float]:
 def connect_timeout_option(p: argparse.ArgumentParser) -> None:
     """--connect-timeout, for ``sweep`` and ``reproduce`` (issue 17: an unreachable
     --scheduler fails in seconds)."""
-    from ..studies.sweep_pool import CONNECT_TIMEOUT
+    from ..studies import CONNECT_TIMEOUT
     p.add_argument("--connect-timeout", type=cli_number(float, "seconds", lambda v: None if 0 < v <= 3600
                                                         else "must be more than 0 and at most 3600 seconds"),
                    default=CONNECT_TIMEOUT, metavar="SECONDS",

@@ -23,7 +23,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,21 +76,26 @@ def _fmt(x: float) -> str:
 
 
 def _fmt_column(values: np.ndarray) -> list[str]:
-    """:func:`_fmt` of every value, a column at a time (Python floats, not numpy scalars)."""
-    x = np.asarray(values, dtype=np.float64)
-    out = ["%.6g" % v for v in x.tolist()]
+    """:func:`_fmt` of every value, a column at a time: each distinct value formatted
+    once (a run's series repeat a few values: seed 003's Figure 1 has 8k distinct in
+    120k), told apart by its bits, so that -0.0 stays "-0"."""
+    x = np.ascontiguousarray(values, dtype=np.float64)
+    bits, where = np.unique(x.view(np.int64), return_inverse=True)
+    text = ["%.6g" % v for v in bits.view(np.float64).tolist()]
+    out = [text[i] for i in where.tolist()]
     for i in np.flatnonzero(~np.isfinite(x)).tolist():
         out[i] = ""
     return out
 
 
 def _write_csv(path: Path, times_ms: np.ndarray, columns: Sequence[tuple[str, np.ndarray]]) -> None:
-    """A time series CSV: ``time_ms`` then one column per (name, values)."""
+    """A time series CSV: ``time_ms`` then one column per (name, values).  The rows are
+    joined directly: numbers and empty cells, which the csv module never quotes."""
     times = ["%.9g" % t for t in np.asarray(times_ms, dtype=np.float64).tolist()]
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["time_ms"] + [name for name, _ in columns])
-        w.writerows(zip(times, *[_fmt_column(col)[:len(times)] for _, col in columns], strict=True))
+        csv.writer(fh, lineterminator="\n").writerow(["time_ms"] + [name for name, _ in columns])
+        fh.write("".join([",".join(row) + "\n" for row in zip(
+            times, *[_fmt_column(col)[:len(times)] for _, col in columns], strict=True)]))
 
 
 def _write_port_series(metrics: Metrics, path: Path) -> None:
@@ -259,20 +264,24 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     flow_table.csv / link_table.csv: one row per flow / link (group, level, rates).
     latency.csv: message latency and completion time per flow and group.
     throughput.png / links.png / latency.png when ``scenario.output.plots``.
-    *summary*: ``metrics.summary`` over *window* when the caller has it already.
+    *summary*: ``metrics.summary`` over *window* when the caller has it already (else
+    computed here, after the plots are sent: results.json's ``summary``).
     *plotter*: a started plot worker (:mod:`.plot_worker`), sent the plots to draw before
     the other files are written.
     """
     out = prepare_dir(out_dir)
-    if summary is None:
-        summary = metrics.summary(*window) if window else metrics.summary()
     with atomic_batch():            # all the files, or none (the earlier ones stay)
-        results = _write_all(metrics, scenario, out, extra, summary, plotter)
+        results = _write_all(metrics, scenario, out, extra, summary if summary is not None else
+                             (lambda: metrics.summary(*window) if window else metrics.summary()), plotter)
     return results
 
 
+Summary = dict[str, Any] | Callable[[], dict[str, Any]]
+"""The run's summary, or the function that computes it (once the plots are sent)."""
+
+
 def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-               summary: dict[str, Any], plotter: PlotWorker | None) -> dict[str, Any]:
+               summary: Summary, plotter: PlotWorker | None) -> dict[str, Any]:
     times = metrics.times_ms()
     win_ps = scenario.output.window or metrics.window
     flow_cols = [(n, metrics.flow_rate_series(n, win_ps)) for n in metrics.flow_names()]
@@ -300,9 +309,11 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
 
 
 def _write_files(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-                 summary: dict[str, Any], times: np.ndarray, flow_cols: Series, group_cols: Series,
+                 summary: Summary, times: np.ndarray, flow_cols: Series, group_cols: Series,
                  link_all: Series, link_data: Series) -> dict[str, Any]:
     """Every file of the folder but the plots; returns what went into results.json."""
+    if callable(summary):
+        summary = summary()
     results: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed,
                                "duration_ps": scenario.duration,
                                "duration_ms": scenario.duration / PS_PER_MS, "source": scenario.source,

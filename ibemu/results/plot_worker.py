@@ -9,8 +9,11 @@ waits.  After the run, :func:`~.outputs.write_outputs` sends it a
 :class:`~.plot_data.PlotJob` (the time series of flows.csv and links.csv and what the plots
 read of the metrics, :class:`~.plot_data.PlotData`, not the metrics themselves), writes the
 other files while the worker draws into the folder's hidden temporary plots folder, and
-then waits for its answer.  The PNGs are those the run's process would draw: the same
-code (:func:`~.plot_data.draw`) on the same numbers.
+then waits for its answer.  The worker draws the plots in two parts at once
+(:data:`~.plot_data.PARTS`): it forks a helper, warm as itself, that draws the second
+while it draws the first, so the run's process waits about as long as the longer part
+takes, where a 2-core machine has a core free.  The PNGs are those the run's process
+would draw: the same code (:func:`~.plot_data.draw`) on the same numbers.
 
 Why ``fork`` (not ``forkserver`` or ``spawn``): the worker starts with the modules already
 imported and the scenario in memory, at the cost of a ``fork`` (milliseconds), where a
@@ -21,12 +24,15 @@ with any other thread, the plots are drawn in-process).  Its native threads are 
 pool, which numpy's OpenBLAS stops before a fork and starts again after it (its
 ``pthread_atfork`` handler, ``openblas_fork_handler``).  The child only imports, draws with matplotlib's Agg canvas and
 writes files, and prints nothing (its warnings are sent back, and shown by the run's process).
+Its own fork of the helper is the same case: one Python thread, and OpenBLAS's pool.
 
 A worker that cannot be started, dies, or fails otherwise than on a file costs one line on
 stderr naming what failed, and the plots are drawn in the run's process as before.  An
 operating-system error while writing a PNG is raised as the in-process path raises it.
 The worker ignores SIGINT (a Ctrl-C reaches the whole process group): the run's process
-ends it (:meth:`PlotWorker.close`) on every way out, an interrupt included.
+ends it (:meth:`PlotWorker.close`) on every way out, an interrupt included, and the worker
+ends its helper then.  A helper that cannot be forked leaves the worker to draw both parts;
+one that dies is a failure of the worker.
 
 ``IBEMU_PLOT_WORKER=0`` draws the plots in the run's process (:data:`ENV`).
 """
@@ -52,6 +58,9 @@ ENV = "IBEMU_PLOT_WORKER"
 
 Caught = list[tuple[str, type[Warning], str, int]]
 """Warnings raised while drawing: (message, category, file, line)."""
+Answer = tuple[str, Any, Caught]
+"""What the worker answers: ``ok`` (None), ``oserror`` (the OSError) or ``error`` (its
+text), and the warnings raised."""
 
 
 def note(text: str) -> None:
@@ -85,7 +94,7 @@ def _warm_up() -> None:
 
 
 def _serve(conn: Connection, scenario: Scenario) -> None:
-    """The worker: warm up, take one job, draw it, answer (ok / oserror / error)."""
+    """The worker: warm up, take one job, draw it (:func:`_draw_split`), answer."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         _warm_up()
@@ -95,21 +104,66 @@ def _serve(conn: Connection, scenario: Scenario) -> None:
     except Exception as e:          # told to the run's process, which draws itself
         _answer(conn, ("error", "%s: %s" % (type(e).__name__, e), []))
         return
-    caught: Caught = []
+    _answer(conn, _draw_split(conn, job, scenario, Path(folder)))
+
+
+def _draw_part(job: PlotJob, scenario: Scenario, folder: Path, part: int | None) -> Answer:
+    """Draw *part* of the plots (None: all); the answer: ok / oserror / error, and the
+    warnings raised."""
+    detail: Any = None
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
         try:
-            draw(job, scenario, Path(folder))
-            answer: tuple[Any, ...] = ("ok", None, caught)
+            draw(job, scenario, folder, part)
+            kind = "ok"
         except OSError as e:
-            answer = ("oserror", e, caught)
+            kind, detail = "oserror", e
         except Exception as e:      # told to the run's process, which draws itself
-            answer = ("error", "%s: %s" % (type(e).__name__, e), caught)
-    caught += [(str(w.message), w.category, w.filename, w.lineno) for w in log]
-    _answer(conn, answer)
+            kind, detail = "error", "%s: %s" % (type(e).__name__, e)
+    return kind, detail, [(str(w.message), w.category, w.filename, w.lineno) for w in log]
 
 
-def _answer(conn: Connection, answer: tuple[Any, ...]) -> None:
+def _draw_split(conn: Connection, job: PlotJob, scenario: Scenario, folder: Path) -> Answer:
+    """The plots' two parts (:data:`~.plot_data.PARTS`) drawn at once: part 1 by a helper
+    forked now (warm: matplotlib imported and its fonts loaded), part 0 here.  The
+    answer: the first part's failure if any, else the helper's; the warnings of both, in
+    the in-process order.  All drawn here when the helper cannot be forked."""
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    try:
+        pid = os.fork()
+    except OSError:
+        reader.close()
+        writer.close()
+        return _draw_part(job, scenario, folder, None)
+    if pid == 0:                    # the helper: draws, answers, and ends without Python's exit
+        code = 0
+        try:
+            conn.close()            # the run's process reads the worker's death, not the helper's
+            reader.close()
+            _answer(writer, _draw_part(job, scenario, folder, 1))
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    writer.close()
+
+    def end(signum: int, frame: Any) -> None:       # ended by the run's process: the helper too
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os._exit(128 + signum)
+    signal.signal(signal.SIGTERM, end)
+    first = _draw_part(job, scenario, folder, 0)
+    try:
+        second: Answer = reader.recv()
+    except (EOFError, OSError):
+        second = ("error", "its second drawer ended before answering", [])
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # before the helper is reaped (its pid free again)
+    os.waitpid(pid, 0)
+    kind, detail, _ = first if first[0] != "ok" else second
+    return kind, detail, first[2] + second[2]
+
+
+def _answer(conn: Connection, answer: Answer) -> None:
     try:
         conn.send(answer)
     except (OSError, ValueError):   # the run's process is gone

@@ -24,3 +24,9 @@ The only package of ibemu that imports trio and socket.
 DEFAULT_DILATION = 200
 """Wall seconds per emulated second by default: seed 003 Figure 2(a) (100 ms emulated)
 then takes 20 s of wall time (benchmarks/README.md has the fidelity measured against it)."""
+
+WATCHDOG = 5.0
+"""Wall seconds a worker may stay silent (no heartbeat, no other line) before it is
+reported as hung (several heartbeat intervals: a loaded machine delays some beats).
+Here, not in :mod:`.workers`, so that ``ibemu run``'s options are built without
+importing the worker pool (issue 28: a virtual-clock run's start)."""

@@ -17,7 +17,7 @@ from ..errors import UserError
 from ..resources import lua_plugin, scenario_names, scenario_source
 from ..validate import cli_number
 from ..wire.shim import DEFAULT_PORT_BASE
-from . import DEFAULT_DILATION
+from . import DEFAULT_DILATION, WATCHDOG
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
@@ -79,7 +79,6 @@ def add_wall_options(p: argparse.ArgumentParser, watchdog: bool = True) -> None:
                    help="wall clock: do not ask for real-time scheduling for the workers")
     add_validity_options(p, sync=True)
     if watchdog:
-        from .workers import WATCHDOG
         p.add_argument("--watchdog", type=watchdog_seconds, default=WATCHDOG, metavar="SECONDS",
                        help="wall clock: a worker silent (no heartbeat) this long is reported as hung "
                             "and the run stops with partial results (default %g)" % WATCHDOG)

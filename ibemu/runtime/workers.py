@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from . import WATCHDOG
 from .mgmt import Endpoint
 
 if TYPE_CHECKING:
@@ -44,9 +45,6 @@ READY_TIMEOUT = 60.0
 STOP_GRACE = 5.0
 """Wall seconds a worker has to write its part after ``stop`` before it is killed."""
 
-WATCHDOG = 5.0
-"""Wall seconds a worker may stay silent (no heartbeat, no other line) before it is
-reported as hung (several heartbeat intervals: a loaded machine delays some beats)."""
 
 Message = dict[str, Any]
 """One control line, decoded."""

@@ -11,3 +11,9 @@ their public API; nothing below imports them.
 - :mod:`.dcms` -- seed 002 Experiment II (Figures 5–6) with DCMS and the comparison of
   all schemes.
 """
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds to reach an existing Dask scheduler (``--connect-timeout``) before giving up:
+a closed port or a wrong host fails in this time, not Dask's own 30 s.  Here, not in
+:mod:`.sweep_pool`, so that the command line's options are built without importing it
+(issue 28: a run's start)."""

@@ -9,13 +9,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import UserError
+from . import CONNECT_TIMEOUT
 from .sweep_plan import Row
 
 LOCAL, SYNC = "local", "sync"
 """``scheduler`` values: a new local Dask cluster (the default), or no Dask at all."""
-CONNECT_TIMEOUT = 5.0
-"""Seconds to reach an existing Dask scheduler (``--connect-timeout``) before giving up:
-a closed port or a wrong host fails in this time, not Dask's own 30 s."""
 
 
 def _error_text(exc: BaseException) -> str:
