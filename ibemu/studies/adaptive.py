@@ -57,18 +57,22 @@ FULL = {"radix": 16, "duration": "200us"}
 
 
 def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float = SPEEDUP,
-                         arn: bool = ARN) -> Scenario:
+                         arn: bool = ARN, seed: int = 1, duration: str | None = None,
+                         routing_keys: dict[str, Any] | None = None) -> Scenario:
     """fat_tree2 with one [[traffic]] table of *pattern* ("shift_leaf": a shift by the
     hosts of one leaf), routed by ftree, statically or adaptively (with notifications:
-    *arn*), its switches with a crossbar *speedup*."""
+    *arn*), its switches with a crossbar *speedup*; the study's *seed* and *duration*
+    unless given, and more ``[routing]`` keys in *routing_keys* (benchmarks/adaptive_seeds.py)."""
     size = FULL if full else CI
     radix = int(size["radix"])
     traffic: dict[str, Any] = {"pattern": "shift" if pattern.startswith("shift") else pattern}
     if pattern == "shift_leaf":
         traffic["k"] = radix // 2                  # hosts per leaf: every flow to the next leaf
     raw = {"template": {"name": "fat_tree2", "radix": radix, "leaves": radix},
-           "scenario": {"name": "adaptive_%s_%s" % (pattern, routing), "duration": size["duration"], "seed": 1},
-           "routing": {"engine": "ftree", "adaptive": routing == "adaptive", "arn": arn and routing == "adaptive"},
+           "scenario": {"name": "adaptive_%s_%s" % (pattern, routing), "duration": duration or size["duration"],
+                        "seed": seed},
+           "routing": {"engine": "ftree", "adaptive": routing == "adaptive", "arn": arn and routing == "adaptive",
+                       **(routing_keys or {})},
            "defaults": {"link": {"rate": "4x_sdr", "propagation": "10ns"},
                         "switch": {"buffer": "4 packets", "crossbar_speedup": speedup}},
            "traffic": [traffic], "output": {"bin": "10us", "plots": False}}
@@ -76,10 +80,11 @@ def permutation_scenario(pattern: str, routing: str, full: bool, speedup: float 
 
 
 def run_permutation(pattern: str, routing: str, full: bool, out_dir: Path | None = None,
-                    speedup: float = SPEEDUP, arn: bool = ARN) -> dict[str, float]:
+                    speedup: float = SPEEDUP, arn: bool = ARN, seed: int = 1,
+                    duration: str | None = None, routing_keys: dict[str, Any] | None = None) -> dict[str, float]:
     """One permutation run: throughput (mean share of link per flow), latency p50/p99 in
     µs and the packets taken out of order, over the last 80 % of the run."""
-    scn = permutation_scenario(pattern, routing, full, speedup, arn)
+    scn = permutation_scenario(pattern, routing, full, speedup, arn, seed, duration, routing_keys)
     r = run_virtual(scn, out_dir=out_dir, window=(scn.duration // 5, scn.duration), progress=False)
     g = r.summary["groups"]["shift" if pattern.startswith("shift") else pattern]
     w = g["window"]
