@@ -47,7 +47,6 @@ def test_the_trigger_counts_bytes_ahead_and_waits_a_hold_per_input_and_dlid():
     assert not n.due(1, 7, 9000, 999)           # within the hold: not again for that input and DLID ...
     assert n.due(2, 7, 9000, 999) and n.due(1, 8, 9000, 999)     # ... but for another input or DLID
     assert n.due(1, 7, 9000, 1000)              # the hold is over
-    assert n.sent == 4
     assert Notifier(threshold=2, mtu=2048).ahead == 4096
     with pytest.raises(ValueError):
         Notifier(threshold=0)
@@ -66,7 +65,7 @@ def test_marked_ports_are_avoided_for_their_dlid_until_the_hold_ends_unless_all_
     m.notified(7, 9, 2000)
     m.notified(6, 9, 2000)
     assert m.usable([5, 6, 7], 9, 2500) == [5, 6, 7]        # every port marked: all of them stay
-    assert m.received == 4 and Marks().hold == ARN_HOLD
+    assert Marks().hold == ARN_HOLD
 
 
 def _arn_fabric(arn: bool = True):

@@ -57,18 +57,16 @@ ARN_HOLD: Final = 10_000_000            # ps: 10 µs
 class Notifier:
     """The sending side: when a packet queued for an output calls for a notification
     upstream (module text, "Trigger")."""
-    __slots__ = ("threshold", "hold", "ahead", "last", "sent")
+    __slots__ = ("hold", "ahead", "last")
 
     def __init__(self, threshold: int = ARN_THRESHOLD, hold: int = ARN_HOLD, mtu: int = 2048) -> None:
         if threshold < 1:
             raise ValueError("arn_threshold must be at least 1, got %d" % threshold)
         if hold <= 0:
             raise ValueError("arn_hold must be positive, got %d ps" % hold)
-        self.threshold = threshold
         self.hold = hold
         self.ahead = threshold * mtu        # bytes waiting ahead that make a notification
         self.last: dict[int, int] = {}      # (input port << 16 | DLID) -> when last notified
-        self.sent = 0
 
     def due(self, inp: int, dlid: int, ahead: int, now: int) -> bool:
         """Whether a packet to *dlid* from input *inp*, queued behind *ahead* bytes of
@@ -81,23 +79,20 @@ class Notifier:
         if last is not None and now - last < self.hold:
             return False
         self.last[key] = now
-        self.sent += 1
         return True
 
 
 class Marks:
     """The receiving side: (port, DLID) pairs notified as congested, each until its
     hold ends (module text, "Reaction")."""
-    __slots__ = ("hold", "until", "received")
+    __slots__ = ("hold", "until")
 
     def __init__(self, hold: int = ARN_HOLD) -> None:
         self.hold = hold
         self.until: dict[int, int] = {}     # (port << 16 | DLID) -> end of the mark
-        self.received = 0
 
     def notified(self, port: int, dlid: int, now: int) -> None:
         self.until[(port << 16) | dlid] = now + self.hold
-        self.received += 1
 
     def marked(self, port: int, dlid: int, now: int) -> bool:
         return self.until.get((port << 16) | dlid, -1) > now
