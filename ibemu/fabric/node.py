@@ -264,7 +264,7 @@ class Node(SimNode):
         """An adaptive routing notification about *dlid* out of *port* (issue 31,
         :mod:`ibemu.fabric.arn`): a link packet that goes like a flow-control packet,
         when the link is free, queued with them under the key ``-1 - dlid``."""
-        self.counters["arn_sent"] = self.counters.get("arn_sent", 0) + 1
+        self.count("arn_sent")
         if not port.fcp_time:
             self.outbox.append((port.index, build_arn(dlid), True, now))
             return
@@ -278,9 +278,9 @@ class Node(SimNode):
         marks = self.arn_marks
         if marks is not None:
             marks.notified(port.index, dlid, now)
-            self.counters["arn_heeded"] = self.counters.get("arn_heeded", 0) + 1
+            self.count("arn_heeded")
         else:
-            self.counters["arn_ignored"] = self.counters.get("arn_ignored", 0) + 1
+            self.count("arn_ignored")
 
     def _emit_fcp(self, port: Port, vl: int, op: int, now: int) -> None:
         port.last_fcp[vl] = now
