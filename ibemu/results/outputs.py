@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import unique_inverse
 from ..atomic import atomic_batch, atomic_open, atomic_write_text, prepare_dir, replace
 from ..errors import OutputError
 from ..scenario.model import Scenario
@@ -80,7 +81,7 @@ def _fmt_column(values: np.ndarray) -> list[str]:
     once (a run's series repeat a few values: seed 003's Figure 1 has 8k distinct in
     120k), told apart by its bits, so that -0.0 stays "-0"."""
     x = np.ascontiguousarray(values, dtype=np.float64)
-    bits, where = np.unique(x.view(np.int64), return_inverse=True)
+    bits, where = unique_inverse(x.view(np.int64))
     text = ["%.6g" % v for v in bits.view(np.float64).tolist()]
     out = [text[i] for i in where.tolist()]
     for i in np.flatnonzero(~np.isfinite(x)).tolist():
