@@ -32,6 +32,7 @@ from ..wire.layout import GRH_PACKET_MIN, Buf
 from ..wire.mad import GSI_QP
 from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL, is_data
 from .credits import blocks_of
+from .lft import ForwardingTable
 from .mad_agent import MADAgent
 from .node import T_OWN, VL15, Node, Port, frame_intact
 from .pkey import PKeyTable
@@ -52,7 +53,7 @@ class Switch(Node):
     def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.params = params
-        self.lft = lft
+        self.fwd = ForwardingTable(lft)             # the LFT as the data path reads it (.lft)
         self.bypass_limit = params.bypass_limit
         self.fwd_delay = params.forwarding_delay
         self.cut_through = params.cut_through
@@ -73,6 +74,15 @@ class Switch(Node):
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
         self.adaptive: AdaptiveRouting | None = None  # adaptive routing (ibemu.fabric.adaptive); None: the LFT
         self.notifier: Notifier | None = None       # adaptive routing notifications it sends (.arn)
+
+    @property
+    def lft(self) -> dict[int, int]:
+        """The linear forwarding table, DLID -> port; replaced whole, never changed in place."""
+        return self.fwd.table
+
+    @lft.setter
+    def lft(self, table: dict[int, int]) -> None:
+        self.fwd = ForwardingTable(table)
 
     def attach_marker(self, marker: Marker) -> None:
         """Congestion marking at this switch's output ports (a scheme's :class:`Marker`)."""
@@ -150,7 +160,7 @@ class Switch(Node):
         if dlid == self.lid and self.lid:
             self._to_agent(port, frame, vl_in, blocks, now)      # management port 0
             return
-        out = self.lft.get(dlid)
+        out = self.fwd.out(dlid)
         if self.adaptive is not None and vl_in != VL15:
             out = self.adaptive.out_port(self, dlid, get_sl(frame), pidx, out, now)
         xat = self.xat
@@ -224,7 +234,7 @@ class Switch(Node):
         """Send a management packet this switch originates (e.g. a CN to the subnet
         manager, seed 000 §6.2, or a MAD response) on VL15, routed by its DLID; False
         when unroutable.  It enters the crossbar from port 0 (input index -1)."""
-        out = self.lft.get(get_dlid(frame))
+        out = self.fwd.out(get_dlid(frame))
         xo = self.xports.get(out) if out is not None else None
         if xo is None or xo.port is None:
             return False

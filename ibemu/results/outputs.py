@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -29,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import unique_inverse
 from ..atomic import atomic_batch, atomic_open, atomic_write_text, prepare_dir, replace
 from ..errors import OutputError
 from ..scenario.model import Scenario
 from ..units import PS_PER_MS, PS_PER_US
+from .jsontext import dumps
 from .metrics import Metrics
 from .plot_data import PlotData, PlotJob, Series, draw
 from .plot_worker import PlotWorker
@@ -43,31 +44,8 @@ PORT_SERIES = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "Po
 """The port counters written to counters.csv, per busy port."""
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-ready copy: str keys, floats rounded to 9 significant digits, NaN/inf -> None."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, (bool, type(None), str)):
-        return obj
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        x = float(obj)
-        if not math.isfinite(x):
-            return None
-        x = float("%.9g" % x)
-        return 0.0 if x == 0 else x
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _clean(dataclasses.asdict(obj))
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    return str(obj)
-
-
 def _dump_json(obj: Any, path: Path) -> None:
-    atomic_write_text(path, json.dumps(_clean(obj), sort_keys=True, indent=2) + "\n")
+    atomic_write_text(path, dumps(obj) + "\n")
 
 
 def _fmt(x: float) -> str:
@@ -80,7 +58,7 @@ def _fmt_column(values: np.ndarray) -> list[str]:
     once (a run's series repeat a few values: seed 003's Figure 1 has 8k distinct in
     120k), told apart by its bits, so that -0.0 stays "-0"."""
     x = np.ascontiguousarray(values, dtype=np.float64)
-    bits, where = np.unique(x.view(np.int64), return_inverse=True)
+    bits, where = unique_inverse(x.view(np.int64))
     text = ["%.6g" % v for v in bits.view(np.float64).tolist()]
     out = [text[i] for i in where.tolist()]
     for i in np.flatnonzero(~np.isfinite(x)).tolist():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import runs, unique
 from ..errors import UserError
 from .graph import Routes, Subnet, Tick
 from .groups import Groups
@@ -41,10 +42,27 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
     LIDs done."""
     if groups:
         return _group_dependencies(sn, lfts, groups, tick)
+    found = _switch_codes(sn, lfts, tick)
+    if found is None:
+        return {}
+    sws, width, codes, edges = found
+    nch = len(sws) * width
+    for code in codes.tolist():
+        a, b = divmod(code, nch)
+        edges.setdefault((sws[a // width], a % width), set()).add((sws[b // width], b % width))
+    return edges
+
+
+def _switch_codes(sn: Subnet, lfts: Routes, tick: Tick | None
+                  ) -> tuple[list[str], int, np.ndarray, dict[Channel, set[Channel]]] | None:
+    """:func:`dependencies` as arrays, None without CAs: the switches, the channel id's
+    *width* (a switch's channel is ``switch * width + port``), the edges between switches'
+    channels, each ``c1 * (switches * width) + c2`` and increasing, and the CAs' edges
+    ``(ca, 1) -> (switch, port)`` as a dict."""
     edges: dict[Channel, set[Channel]] = {}
     cas = [(c.name, att[0]) for c in sn.cas() if (att := sn.attached_switch(c.name)) is not None]
     if not cas:
-        return edges
+        return None
     sws = [n.name for n in sn.switches()]
     index = {s: i for i, s in enumerate(sws)}
     width = max(sn.nodes[s].nports for s in sws) + 1           # channel id: switch * width + port
@@ -59,14 +77,14 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
     sources = np.zeros(len(sws), dtype=np.int32)                # CAs attached to each switch
     for _, sw in cas:
         sources[index[sw]] += 1
-    attached = list(dict.fromkeys(sw for _, sw in cas))         # the switches with CAs
+    attached = np.array(sorted({index[sw] for _, sw in cas}), dtype=np.int64)   # the switches with CAs
+    owner = np.array([k for k, (dst, _) in enumerate(cas) for _ in sn.lids(dst)], dtype=np.int64)
     codes = []
-    leaf_ports: dict[str, dict[int, set[str]]] = {}            # switch -> out port -> owners of LIDs
+    owned = []                                                  # (switch * width + out port) * CAs + owner
+    table = _port_table(sws, lfts, max(lid for lid, _, _ in lids), width)
     for lo in range(0, len(lids), _CHUNK):
         part = lids[lo:lo + _CHUNK]
-        out = np.array([[lfts.get(s, {}).get(lid, 0) or 0 for lid, _, _ in part] for s in sws],
-                       dtype=np.int64).reshape(len(sws), len(part))
-        out[(out < 0) | (out >= width)] = 0
+        out = table[:, np.array([lid for lid, _, _ in part], dtype=np.int64)].astype(np.int64)
         rows = np.arange(len(sws))[:, None]
         out[~wired[rows, out]] = 0                              # no peer there: no channel
         nxt = np.where(out > 0, peer_sw[rows, out], -1)
@@ -84,22 +102,55 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
         keep = out[v, c] > 0
         first = u[keep] * width + out[u[keep], c[keep]]
         codes.append(first * (len(sws) * width) + v[keep] * width + out[v[keep], c[keep]])
-        for sw in attached:
-            i = index[sw]
-            ports = leaf_ports.setdefault(sw, {})
-            for k in np.nonzero(out[i] > 0)[0].tolist():
-                ports.setdefault(int(out[i, k]), set()).add(part[k][1])
+        sw_at, col = np.nonzero(out[attached] > 0)              # a CA's switch sends a LID out a port
+        owned.append(unique((attached[sw_at] * width + out[attached[sw_at], col]) * len(cas) + owner[lo + col]))
         if tick is not None:
             tick(len(part))
-    nch = len(sws) * width
-    for code in np.unique(np.concatenate(codes)).tolist():
-        a, b = divmod(code, nch)
-        edges.setdefault((sws[a // width], a % width), set()).add((sws[b // width], b % width))
-    for src, sw in cas:                                         # (src, 1) -> its switch's out ports
-        for p, owners in leaf_ports.get(sw, {}).items():
-            if owners - {src}:
+    # (src, 1) -> each out port of its switch that carries a LID of another CA
+    pairs = unique(np.concatenate(owned))
+    ports, first, count = runs(pairs // len(cas))
+    alone = pairs % len(cas)                                    # the owner, where a port carries one CA's
+    leaf_ports: dict[str, list[tuple[int, int]]] = {}          # switch -> (out port, its only owner or -1)
+    for key, f, n in zip(ports.tolist(), first.tolist(), count.tolist()):
+        leaf_ports.setdefault(sws[key // width], []).append((key % width, int(alone[f]) if n == 1 else -1))
+    for k, (src, sw) in enumerate(cas):
+        for p, only in leaf_ports.get(sw, ()):
+            if only != k:
                 edges.setdefault((src, 1), set()).add((sw, p))
-    return edges
+    return sws, width, unique(np.concatenate(codes)), edges
+
+
+def _acyclic(codes: np.ndarray, nch: int) -> bool:
+    """Whether the edges *codes* (``c1 * nch + c2``) make an acyclic graph: Kahn's
+    algorithm a layer at a time, every channel nothing leads to taken off with its edges
+    until no edge is left (acyclic) or none can be taken (a cycle).  A layer per hop of the
+    longest chain of dependencies: a few numpy passes for a fat tree."""
+    src, dst = codes // nch, codes % nch
+    indeg = np.bincount(dst, minlength=nch)
+    live = np.ones(codes.size, dtype=bool)
+    while live.any():
+        go = live & (indeg[src] == 0)
+        if not go.any():
+            return False
+        live &= ~go
+        indeg -= np.bincount(dst[go], minlength=nch)
+    return True
+
+
+def _port_table(sws: list[str], lfts: Routes, top: int, width: int) -> np.ndarray:
+    """Switches x LIDs 0..*top*: each switch's out port for each LID, 0 for none or for a
+    port outside 1..*width* - 1.  Read from each table's keys and values at once (a
+    lookup per switch and LID was most of the check at 11,664 hosts, issue 28)."""
+    table = np.zeros((len(sws), top + 1), dtype=np.int16)
+    for i, s in enumerate(sws):
+        t = lfts.get(s)
+        if not t:
+            continue
+        keys = np.fromiter(t.keys(), dtype=np.int64, count=len(t))
+        ports = np.fromiter(t.values(), dtype=np.int64, count=len(t))
+        keep = (keys >= 0) & (keys <= top) & (ports > 0) & (ports < width)
+        table[i, keys[keep]] = ports[keep]
+    return table
 
 
 def _group_dependencies(sn: Subnet, lfts: Routes, groups: Groups,
@@ -182,8 +233,14 @@ def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "", tick: Tick | 
                        groups: Groups | None = None) -> None:
     """Refuse *lfts* (with the adaptive routing *groups*, if any) if their channel
     dependency graph has a cycle: one UserError line naming it, ``node:port -> node:port
-    -> ... -> first again``.  *tick*: see :func:`dependencies`."""
-    cycle = find_cycle(dependencies(sn, lfts, tick, groups))
+    -> ... -> first again``.  *tick*: see :func:`dependencies`.  Without *groups*, an
+    acyclic graph is told apart on arrays (:func:`_acyclic`); the cycle is looked for only
+    in a graph that has one.  (A CA's channel is never in a cycle: nothing leads to it.)"""
+    if not groups:
+        found = _switch_codes(sn, lfts, tick)
+        if found is None or _acyclic(found[2], len(found[0]) * found[1]):
+            return
+    cycle = find_cycle(dependencies(sn, lfts, None, groups))
     if cycle:
         names = " -> ".join("%s:%d" % c for c in cycle + cycle[:1])
         what = "routing%s%s" % (" (%s)" % engine if engine else "", " with adaptive routing groups" if groups else "")

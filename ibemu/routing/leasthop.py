@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import unique
 from .graph import Subnet
 
 __all__ = ["fill_least_hop"]
@@ -66,7 +67,7 @@ def _least_hop_ports(dest: int, starts: np.ndarray, flat: np.ndarray, nbr: np.nd
         lo, hi = starts[front], starts[front + 1]
         sizes = hi - lo
         at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        reached = np.unique(flat[at]) if at.size else at
+        reached = unique(flat[at]) if at.size else at
         reached = reached[dist[reached] < 0]
         dist[reached] = step
         front = reached

@@ -289,15 +289,19 @@ def switch_port_tables(ctx: Checker, sraw: list[dict[str, Any]], switches: list[
     ``port_pkeys``, ``port_vlarb``, and the ports of per-port ``sl2vl`` tables; *used*
     maps (node, port) to the link on it."""
     lid_of = {h.name: h.lid for h in hcas}
+    lids = set(lid_of.values())
+    linked: dict[str, list[int]] = {}               # node -> its linked ports (one pass: issue 28)
+    for n, p in used:
+        linked.setdefault(n, []).append(p)
     for i, (s, sw) in enumerate(zip(sraw, switches)):
         path = join("switch", i)
-        conn = sorted(p for (n, p) in used if n == sw.name)
+        conn = sorted(linked.get(sw.name, ()))
         if "lft" in s:
             lft: dict[int, int] = {}
             for k, v in table(ctx, path + ".lft", s["lft"], AnyKeys()).items():
                 kp = "%s.lft.%s" % (path, k)
                 lid = int(k) if ascii_digits(k) else lid_of.get(k)
-                if lid is None or lid not in lid_of.values():
+                if lid is None or lid not in lids:
                     raise ctx.err(kp, "no HCA has LID or name %r" % k)
                 port = integer(ctx, kp, v, 1, 254)
                 if port not in conn:
@@ -310,7 +314,7 @@ def switch_port_tables(ctx: Checker, sraw: list[dict[str, Any]], switches: list[
             for k, v in table(ctx, path + ".adaptive_groups", s["adaptive_groups"], AnyKeys()).items():
                 kp = "%s.adaptive_groups.%s" % (path, k)
                 lid = int(k) if ascii_digits(k) else lid_of.get(k)
-                if lid is None or lid not in lid_of.values():
+                if lid is None or lid not in lids:
                     raise ctx.err(kp, "no HCA has LID or name %r" % k)
                 if not isinstance(v, list) or not v:
                     raise ctx.err(kp, "expected a non-empty array of ports, got %s" % describe(v))

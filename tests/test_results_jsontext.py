@@ -1,0 +1,70 @@
+"""ibemu.results.jsontext: the text is json.dumps(clean(obj), sort_keys=True, indent=2), byte for byte."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+
+import numpy as np
+
+from ibemu.results.jsontext import clean, dumps
+
+
+def reference(obj: object) -> str:
+    return json.dumps(clean(obj), sort_keys=True, indent=2)
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    tags: tuple[str, ...]
+
+
+class Kind(enum.IntEnum):
+    A = 3
+
+
+def test_every_kind_of_value_as_the_standard_library_writes_it():
+    obj = {
+        "b": [1, 2.5, -0.0, 1e-05, 1.23456789012e20, math.nan, math.inf, -math.inf, None, True, False],
+        "a": {"nested": {"deep": [[], {}, [[]], {"x": {}}]}, "empty": "", "é": "ünïcode \"q\" \\ \n\t"},
+        3: "int key", 1.5: "float key", None: "none key", ("t", 1): "tuple key",
+        "np": [np.int64(7), np.float64(0.1), np.float32(0.1), np.bool_(True), np.array([1.5, 2]),
+               np.array(4), np.arange(3).reshape(3, 1), np.uint8(255)],
+        "dc": Point(0.30000000000000004, ("p", "q")),
+        "enum": Kind.A, "set": {1, 2}, "type": Point, "tuple": (1, (2, 3)),
+        "big": 2**70, "neg": -12345678901234567890.0,
+    }
+    assert dumps(obj) == reference(obj)
+
+
+def test_top_level_scalars_and_empty_containers():
+    for obj in (1, 2.0, math.nan, "s", None, True, [], {}, (), np.float64(3.25), [[]], [{}]):
+        assert dumps(obj) == reference(obj), obj
+
+
+def test_random_nested_values():
+    rng = np.random.default_rng(7)
+
+    def value(depth: int) -> object:
+        k = int(rng.integers(0, 8 if depth < 4 else 5))
+        if k == 0:
+            return float(rng.normal() * 10.0 ** int(rng.integers(-12, 12)))
+        if k == 1:
+            return int(rng.integers(-10**9, 10**9))
+        if k == 2:
+            return "".join(chr(int(c)) for c in rng.integers(32, 0x3000, int(rng.integers(0, 6))))
+        if k == 3:
+            return [None, True, False][int(rng.integers(0, 3))]
+        if k == 4:
+            return np.float64(rng.normal())
+        if k == 5:
+            return [value(depth + 1) for _ in range(int(rng.integers(0, 5)))]
+        if k == 6:
+            return {str(rng.integers(0, 50)): value(depth + 1) for _ in range(int(rng.integers(0, 5)))}
+        return tuple(value(depth + 1) for _ in range(int(rng.integers(0, 3))))
+
+    for _ in range(300):
+        obj = value(0)
+        assert dumps(obj) == reference(obj)
