@@ -15,6 +15,7 @@ from .fabric.faults import make_injectors
 from .fabric.job.install import install_jobs
 from .fabric.job.posted import Posted
 from .fabric.job.spec import JOB_PATTERN
+from .fabric.lft import ForwardingTable
 from .fabric.network import Fabric
 from .fabric.node import Node, Port
 from .fabric.pkey import PKeyTable
@@ -237,7 +238,7 @@ def build_fabric(scn: Scenario, recorder: Recorder | None = None, phases: Phases
 
     lfts, groups = scenario_routing(scn, sw_lids, phases=phases)
     for name, table in lfts.items():
-        nodes[name].lft = table
+        nodes[name].fwd = ForwardingTable(table)
     rs = scn.routing
     for name, policy in adaptive_switches(scn).items():
         sw = nodes[name]

@@ -27,6 +27,6 @@ def test_bytes_are_port_plus_one():
 
 def test_a_switch_table_is_replaced_whole():
     sw = Switch("sw", SwitchParams(), {5: 2})
-    assert sw.lft == {5: 2} and sw.fwd.out(5) == 2
-    sw.lft = {6: 3}
-    assert sw.lft == {6: 3} and sw.fwd.out(5) is None and sw.fwd.out(6) == 3
+    assert sw.fwd.table == {5: 2} and sw.fwd.out(5) == 2
+    sw.fwd = ForwardingTable({6: 3})
+    assert sw.fwd.out(5) is None and sw.fwd.out(6) == 3

@@ -10,7 +10,7 @@ read.  A table that does not fit bytes (a port above 254, a DLID above 0xFFFF, a
 number) is looked up in the dict, with the same answers.
 
 The dict must not change in place after the table is made: a switch's table is replaced
-whole (:attr:`ibemu.fabric.switch.Switch.lft`).
+whole (``Switch.fwd``, made again).
 """
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class Switch(Node):
     def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.params = params
-        self.fwd = ForwardingTable(lft)             # the LFT as the data path reads it (.lft)
+        self.fwd = ForwardingTable(lft)             # the LFT (.lft), replaced whole, never changed in place
         self.bypass_limit = params.bypass_limit
         self.fwd_delay = params.forwarding_delay
         self.cut_through = params.cut_through
@@ -62,8 +62,7 @@ class Switch(Node):
         self.port_sl2vl = dict(params.port_sl2vl)   # (in or None, out) -> table (seed 004 Fig. 5)
         port0 = XPort(-1, None, 0, None)
         self.xports: dict[int, XPort] = {-1: port0}  # port (-1: port 0) -> its state
-        # the same indexed by port + 1 (the hot path's: a list index is native, issue 28);
-        # numbers without a port hold port 0's, which has no link, as the dict lacks them
+        # by port + 1 (a native list index, issue 28); numbers without a port hold port 0's (no link)
         self.xat: list[XPort] = [port0]
         self._xlist: list[XPort] = []               # the ports' XPorts, in the order of ``ports``
         self.queues: dict[int, list[list[Entry]]] = {}  # out port -> its XPort's FIFOs (the same lists)
@@ -74,15 +73,6 @@ class Switch(Node):
         self.pkey_tables: dict[int, PKeyTable] = {}  # in port -> P_Key table (enforcement on)
         self.adaptive: AdaptiveRouting | None = None  # adaptive routing (ibemu.fabric.adaptive); None: the LFT
         self.notifier: Notifier | None = None       # adaptive routing notifications it sends (.arn)
-
-    @property
-    def lft(self) -> dict[int, int]:
-        """The linear forwarding table, DLID -> port; replaced whole, never changed in place."""
-        return self.fwd.table
-
-    @lft.setter
-    def lft(self, table: dict[int, int]) -> None:
-        self.fwd = ForwardingTable(table)
 
     def attach_marker(self, marker: Marker) -> None:
         """Congestion marking at this switch's output ports (a scheme's :class:`Marker`)."""

@@ -160,7 +160,7 @@ def flow_paths(scn: Scenario, fabric: Fabric) -> dict[str, list[str]]:
             node = fabric.nodes[ends[label]]
             if not isinstance(node, Switch) or len(path) > 64:
                 raise UserError("flow %s: no route from %s to %s (at %s)" % (f.name, f.src, f.dst, node.name))
-            out_port = node.lft.get(dlid)
+            out_port = node.fwd.out(dlid)
             if out_port is None or (node.name, out_port) not in by_port:
                 raise UserError("flow %s: switch %s has no route to LID %d" % (f.name, node.name, dlid))
             label = by_port[(node.name, out_port)]
