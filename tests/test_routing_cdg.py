@@ -8,7 +8,7 @@ import pytest
 
 from ibemu.build import subnet_of
 from ibemu.errors import UserError
-from ibemu.routing import check_credit_loops, route
+from ibemu.routing import Routes, Subnet, check_credit_loops, route
 from ibemu.routing.cdg import dependencies, find_cycle
 from ibemu.scenario.model import HCASpec, LinkSpec, Scenario, SwitchSpec
 
@@ -23,13 +23,12 @@ def ring(n: int) -> Scenario:
     return Scenario("ring", 1, sws, hcas, links)
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_refused_exactly_when_the_graph_has_a_cycle(seed):
+def random_routing(seed: int) -> tuple[Subnet, Routes]:
+    """A ring of 3 to 6 switches where each switch sends each remote host clockwise (2) or
+    anticlockwise (3), at random; some tables have no entry for a host, or send it to port
+    0 (no channel)."""
     rng = random.Random(seed)
-    n = rng.randint(3, 6)
-    sn = subnet_of(ring(n))
-    # each switch sends each remote host clockwise (2) or anticlockwise (3), at random;
-    # some tables have no entry for a host, or send it to port 0 (no channel)
+    sn = subnet_of(ring(rng.randint(3, 6)))
     lfts = {}
     for s in sn.switches():
         i = int(s.name[1:])
@@ -40,6 +39,12 @@ def test_refused_exactly_when_the_graph_has_a_cycle(seed):
             elif rng.random() < 0.9:
                 table[h.lid] = rng.choice((2, 3, 2, 3, 0))
         lfts[s.name] = table
+    return sn, lfts
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_refused_exactly_when_the_graph_has_a_cycle(seed):
+    sn, lfts = random_routing(seed)
     cyclic = find_cycle(dependencies(sn, lfts)) is not None
     if cyclic:
         with pytest.raises(UserError, match="credit loop"):
@@ -52,14 +57,7 @@ def test_both_outcomes_are_drawn():
     """The random tables above include cyclic and acyclic ones (else the test proves little)."""
     seen = set()
     for seed in range(40):
-        rng = random.Random(seed)
-        n = rng.randint(3, 6)
-        sn = subnet_of(ring(n))
-        lfts = {}
-        for s in sn.switches():
-            i = int(s.name[1:])
-            lfts[s.name] = {h.lid: 1 if int(h.name[1:]) == i else rng.choice((2, 3, 2, 3, 0))
-                            for h in sn.cas() if int(h.name[1:]) == i or rng.random() < 0.9}
+        sn, lfts = random_routing(seed)
         seen.add(find_cycle(dependencies(sn, lfts)) is not None)
     assert seen == {True, False}
 

@@ -43,9 +43,7 @@ class ForwardingTable:
 
     def __init__(self, table: dict[int, int]) -> None:
         self.table = table
-        ports = dense_ports(table)
-        self.dense = ports is not None
-        self.ports: bytes = ports if ports is not None else b""
+        self.ports: bytes = dense_ports(table) or b""   # b"": the dict answers (module text)
 
     def out(self, dlid: int) -> int | None:
         """The output port for *dlid*, None for a DLID the table has no entry for."""
@@ -53,6 +51,4 @@ class ForwardingTable:
         if 0 <= dlid < len(ports):
             p = ports[dlid]
             return p - 1 if p else None
-        if self.dense:
-            return None
-        return self.table.get(dlid)
+        return self.table.get(dlid)     # beyond the bytes' last DLID: none in a table that fits

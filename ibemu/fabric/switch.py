@@ -53,7 +53,7 @@ class Switch(Node):
     def __init__(self, name: str, params: SwitchParams, lft: dict[int, int], recorder: Recorder | None = None):
         super().__init__(name, recorder)
         self.params = params
-        self.fwd = ForwardingTable(lft)             # the LFT (.lft), replaced whole, never changed in place
+        self.fwd = ForwardingTable(lft)             # the LFT: replaced whole (a new table), never changed in place
         self.bypass_limit = params.bypass_limit
         self.fwd_delay = params.forwarding_delay
         self.cut_through = params.cut_through

@@ -42,7 +42,14 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
     LIDs done."""
     if groups:
         return _group_dependencies(sn, lfts, groups, tick)
-    found = _switch_codes(sn, lfts, tick)
+    return _edges(_switch_codes(sn, lfts, tick))
+
+
+_Codes = tuple[list[str], int, np.ndarray, dict[Channel, set[Channel]]]
+
+
+def _edges(found: _Codes | None) -> dict[Channel, set[Channel]]:
+    """The graph of :func:`dependencies` from :func:`_switch_codes`'s arrays."""
     if found is None:
         return {}
     sws, width, codes, edges = found
@@ -53,8 +60,7 @@ def dependencies(sn: Subnet, lfts: Routes, tick: Tick | None = None,
     return edges
 
 
-def _switch_codes(sn: Subnet, lfts: Routes, tick: Tick | None
-                  ) -> tuple[list[str], int, np.ndarray, dict[Channel, set[Channel]]] | None:
+def _switch_codes(sn: Subnet, lfts: Routes, tick: Tick | None) -> _Codes | None:
     """:func:`dependencies` as arrays, None without CAs: the switches, the channel id's
     *width* (a switch's channel is ``switch * width + port``), the edges between switches'
     channels, each ``c1 * (switches * width) + c2`` and increasing, and the CAs' edges
@@ -236,11 +242,13 @@ def check_credit_loops(sn: Subnet, lfts: Routes, engine: str = "", tick: Tick | 
     -> ... -> first again``.  *tick*: see :func:`dependencies`.  Without *groups*, an
     acyclic graph is told apart on arrays (:func:`_acyclic`); the cycle is looked for only
     in a graph that has one.  (A CA's channel is never in a cycle: nothing leads to it.)"""
-    if not groups:
+    if groups:
+        cycle = find_cycle(_group_dependencies(sn, lfts, groups, tick))
+    else:
         found = _switch_codes(sn, lfts, tick)
         if found is None or _acyclic(found[2], len(found[0]) * found[1]):
             return
-    cycle = find_cycle(dependencies(sn, lfts, None, groups))
+        cycle = find_cycle(_edges(found))          # (the same arrays, turned into the graph)
     if cycle:
         names = " -> ".join("%s:%d" % c for c in cycle + cycle[:1])
         what = "routing%s%s" % (" (%s)" % engine if engine else "", " with adaptive routing groups" if groups else "")
