@@ -52,14 +52,20 @@ def _compile_c(tmp: Path) -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.EventQueue
+    return module
 
 
 @pytest.fixture(scope="module", params=["python", "c"])
-def queue_class(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def impl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The module: eventq.py, or eventq.c compiled here."""
     if request.param == "python":
-        return eventq.EventQueue
+        return eventq
     return _compile_c(tmp_path_factory.mktemp("eventq"))
+
+
+@pytest.fixture
+def queue_class(impl: Any) -> Any:
+    return impl.EventQueue
 
 
 def test_pops_in_key_order_with_pushes_in_between(queue_class: Any) -> None:
@@ -86,6 +92,36 @@ def test_pops_in_key_order_with_pushes_in_between(queue_class: Any) -> None:
         item = q.pop_least()
         out.append((item.time, item.seq))
     assert out == sorted(left)
+
+
+def test_push_item_takes_the_items_own_key(queue_class: Any) -> None:
+    """``push_item(item)`` orders by ``(item.time, item.seq)`` as ``push`` does; an item
+    without them is refused."""
+    rng = random.Random(3)
+    q = queue_class()
+    keys = [(rng.randrange(20), s) for s in rng.sample(range(1 << 40), 500)]
+    for t, s in keys:
+        q.push_item(Item(t, s))
+    out = []
+    while len(q):
+        item = q.pop_least()
+        out.append((item.time, item.seq))
+    assert out == sorted(keys)
+    with pytest.raises(AttributeError):
+        q.push_item(object())
+    assert len(q) == 0
+
+
+def test_only_a_layout_that_reads_back_is_registered(impl: Any) -> None:
+    """``native_layout`` registers a type for direct reads of the key only when its probe's
+    fields read back as the keys given: never for a Python class (its slots hold pointers,
+    not mypyc's tagged ints), nor for an object too small to hold the fields."""
+    probe = Item(0x5A5A5A5A5A5, 0x3C3C3C3C3C3C3C3)
+    assert impl.native_layout(probe, probe.time, probe.seq) is False
+    assert impl.native_layout(7, 7, 7) is False
+    q = impl.EventQueue()
+    q.push_item(probe)                          # read through its attributes
+    assert q.pop_least() is probe
 
 
 def test_pop_due_stops_at_the_limit(queue_class: Any) -> None:

@@ -9,6 +9,17 @@
  *
  * A binary heap, popped bottom-up as heapq does: the hole at the top goes down the
  * smaller children to a leaf, and the last entry fills it and rises to its place.
+ *
+ * push_item(item) takes the key from the item itself.  For the compiled core's events it
+ * reads it without a call and without making int objects (push(item, time, seq) boxes
+ * two ints per event: a tenth of the event loop's instructions).  mypyc lays a native
+ * class's instance out as PyObject_HEAD, a vtable pointer, then the attributes in the
+ * order the class and its bases declare them; ibemu.sim.heap.Ordered declares time and
+ * seq first, and an int attribute is a "tagged" word: the value shifted left by one, or,
+ * low bit set, a pointer to a boxed int.  That layout is not taken on trust:
+ * native_layout(probe, time, seq) reads a probe made with known keys and registers its
+ * type only when both read back (the scheduler calls it once, at import).  Any other
+ * item, or a boxed key, is read through its attributes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -97,6 +108,81 @@ read_key(PyObject *time, PyObject *seq, int64_t *t, int64_t *s)
     return read_int(time, t) < 0 || read_int(seq, s) < 0 ? -1 : 0;
 }
 
+/* mypyc's instance of a native class whose first attributes are the ints time and seq */
+typedef struct {
+    PyObject_HEAD
+    void *vtable;
+    Py_ssize_t time;        /* tagged: value << 1, or (low bit set) a boxed int */
+    Py_ssize_t seq;
+} NativeOrdered;
+
+/* The registered type of such instances (native_layout); NULL: none. */
+static PyTypeObject *native_type = NULL;
+
+/* The key of *item* read from its fields: 1, or 0 when it is not an instance of the
+ * registered type or a key is boxed. */
+static int
+native_key(PyObject *item, int64_t *t, int64_t *s)
+{
+    if (native_type == NULL || Py_TYPE(item) != native_type)
+        return 0;
+    const NativeOrdered *n = (const NativeOrdered *)item;
+    Py_ssize_t tt = n->time, ss = n->seq;
+    if ((tt | ss) & 1)
+        return 0;
+    *t = (int64_t)(tt >> 1);
+    *s = (int64_t)(ss >> 1);
+    return 1;
+}
+
+/* The key of *item* read through its attributes time and seq. */
+static int
+attr_key(PyObject *item, int64_t *t, int64_t *s)
+{
+    PyObject *time = PyObject_GetAttrString(item, "time");
+    if (time == NULL)
+        return -1;
+    PyObject *seq = PyObject_GetAttrString(item, "seq");
+    if (seq == NULL) {
+        Py_DECREF(time);
+        return -1;
+    }
+    int r = read_key(time, seq, t, s);
+    Py_DECREF(time);
+    Py_DECREF(seq);
+    return r;
+}
+
+static int
+add(EventQueue *q, PyObject *item, Entry e)
+{
+    if (q->n == q->cap) {
+        Py_ssize_t cap = q->cap ? q->cap * 2 : 64;
+        Entry *a = PyMem_Realloc(q->a, (size_t)cap * sizeof(Entry));
+        if (a == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        q->a = a;
+        q->cap = cap;
+    }
+    Py_INCREF(item);
+    e.item = item;
+    sift_up(q->a, q->n++, e);
+    return 0;
+}
+
+static PyObject *
+EventQueue_push_item(EventQueue *q, PyObject *item)
+{
+    Entry e;
+    if (!native_key(item, &e.time, &e.seq) && attr_key(item, &e.time, &e.seq) < 0)
+        return NULL;
+    if (add(q, item, e) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 EventQueue_push(EventQueue *q, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -107,17 +193,8 @@ EventQueue_push(EventQueue *q, PyObject *const *args, Py_ssize_t nargs)
     Entry e;
     if (read_key(args[1], args[2], &e.time, &e.seq) < 0)
         return NULL;
-    if (q->n == q->cap) {
-        Py_ssize_t cap = q->cap ? q->cap * 2 : 64;
-        Entry *a = PyMem_Realloc(q->a, (size_t)cap * sizeof(Entry));
-        if (a == NULL)
-            return PyErr_NoMemory();
-        q->a = a;
-        q->cap = cap;
-    }
-    Py_INCREF(args[0]);
-    e.item = args[0];
-    sift_up(q->a, q->n++, e);
+    if (add(q, args[0], e) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -229,6 +306,8 @@ EventQueue_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static PyMethodDef EventQueue_methods[] = {
     {"push", (PyCFunction)(void (*)(void))EventQueue_push, METH_FASTCALL,
      "push(item, time, seq): add item under the key (time, seq)"},
+    {"push_item", (PyCFunction)EventQueue_push_item, METH_O,
+     "push_item(item): add item under its own key (item.time, item.seq)"},
     {"pop_least", (PyCFunction)EventQueue_pop_least, METH_NOARGS,
      "Remove and return the item of the least key (IndexError when empty)"},
     {"set_limit", (PyCFunction)(void (*)(void))EventQueue_set_limit, METH_FASTCALL,
@@ -259,11 +338,44 @@ static PyTypeObject EventQueueType = {
     .tp_as_sequence = &EventQueue_as_sequence,
 };
 
+static PyObject *
+eventq_native_layout(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "native_layout(probe, time, seq) takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int64_t t, s, nt, ns;
+    if (read_key(args[1], args[2], &t, &s) < 0)
+        return NULL;
+    PyTypeObject *type = Py_TYPE(args[0]);
+    if (type->tp_basicsize < (Py_ssize_t)sizeof(NativeOrdered)) /* too small to hold the fields */
+        Py_RETURN_FALSE;
+    PyTypeObject *was = native_type;
+    native_type = type;
+    int ok = native_key(args[0], &nt, &ns) && nt == t && ns == s;
+    native_type = was;
+    if (!ok)
+        Py_RETURN_FALSE;
+    Py_INCREF(type);
+    Py_XDECREF(was);
+    native_type = type;
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef eventq_functions[] = {
+    {"native_layout", (PyCFunction)(void (*)(void))eventq_native_layout, METH_FASTCALL,
+     "native_layout(probe, time, seq): register type(probe) for push_item's direct reads of\n"
+     "the key, when the probe's fields read back as (time, seq); True when registered"},
+    {NULL, NULL, 0, NULL}
+};
+
 static struct PyModuleDef eventq_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "ibemu.sim.eventq",
     .m_doc = "The scheduler's queue of events, in C (eventq.py is the same in Python).",
     .m_size = -1,
+    .m_methods = eventq_functions,
 };
 
 PyMODINIT_FUNC

@@ -14,6 +14,10 @@ the order is a function of the keys alone.  Two implementations of one interface
   Python objects spent most of each pop on cache misses, one per object it compared
   (benchmarks/README.md, stop 38).
 
+``push_item(item)`` takes the key from the item; the C queue reads the compiled core's
+events' keys from their fields, without making int objects (:func:`native_layout`, which
+the scheduler calls once: it checks mypyc's layout on a probe before relying on it).
+
 Both are sequences: ``len(q)``, ``q[i]`` (``q[0]`` is the least item) and iteration (the
 heap's order, not sorted), so the wall clock's runtime reads the next event's time as
 ``q[0].time`` from either.
@@ -41,6 +45,10 @@ class EventQueue(list[Any]):
             raise ValueError("item's key (%d, %d) is not (%d, %d)" % (item.time, item.seq, time, seq))
         heapq.heappush(self, item)
 
+    def push_item(self, item: Any) -> None:
+        """Add *item* under its own key ``(item.time, item.seq)``."""
+        self.push(item, item.time, item.seq)
+
     def pop_least(self) -> Any:
         """Remove and return the item of the least key (IndexError when empty)."""
         if not self:
@@ -60,3 +68,10 @@ class EventQueue(list[Any]):
         if top.time > self.lim_time or (top.time == self.lim_time and top.seq >= self.lim_seq):
             return None
         return heapq.heappop(self)
+
+
+def native_layout(probe: Any, time: int, seq: int) -> bool:
+    """Register ``type(probe)`` for :meth:`EventQueue.push_item`'s direct reads of the key
+    when *probe*'s fields read back as ``(time, seq)``: the C queue's (eventq.c); here,
+    where keys are read as attributes, False."""
+    return False

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
 from typing import Any, Final, cast
 
-from .eventq import EventQueue
+from .eventq import EventQueue, native_layout
 from .events import FREE_MAX, INF, NEVER, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode, reuse
 from .order import (DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
                     WAKE_PORT, arrival_order, depth_of, order, port_rank)
@@ -63,6 +63,8 @@ __all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_SHIFT", "INF", 
            "MAX_NODES", "MAX_PORT", "NODE_SHIFT", "PORT_SHIFT", "WAKE", "WAKE_PORT", "Capture", "Event", "FaultyLink",
            "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order", "port_rank"]
 
+_PROBE: Final = (0x5A5A5A5A5A5, 0x3C3C3C3C3C3C3C3)     # the C queue reads events' keys from their fields
+NATIVE_EVENTS: Final = native_layout(Event(*_PROBE, 0, SimNode("probe"), 0, None, False), *_PROBE)  # (.eventq)
 DELIVER: Final = 0
 WAKE: Final = 1
 DELIVER_FAULTY: Final = 2
@@ -252,7 +254,7 @@ class Scheduler:
         heap = self.heap
         pop, push_ = heappop, heappush      # pure Python's heap, as locals: faster
         cq = not isinstance(heap, list)     # the compiled core's C queue (.eventq): its methods,
-        qpush, qdue = heap.push, heap.pop_due   # bound once (no lookup by name per call)
+        qpush, qdue = heap.push_item, heap.pop_due   # bound once (no lookup by name per call)
         k_deliver, k_wake, k_faulty, k_intact, never = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, NEVER
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
         lmask, dshift, nshift, pshift, max_depth = LSEQ_MASK, DEPTH_SHIFT, NODE_SHIFT, PORT_SHIFT, MAX_DEPTH
@@ -265,11 +267,9 @@ class Scheduler:
         last = self.last_now
         free = self.free
         free_max = FREE_MAX
-        next_report = self.now + progress_step if progress is not None else NEVER
-        events = 0
-        frames = 0
-        if poll is not None:
-            next_report = -INF                  # the wall clock: poll in place of progress
+        # the wall clock polls in place of progress
+        next_report = -INF if poll is not None else self.now + progress_step if progress is not None else NEVER
+        events = frames = 0
         until, until_seq = self.limit(until, until_seq)
         ev: Event
         while True:
@@ -356,7 +356,7 @@ class Scheduler:
                                     key |= dnext
                                 ev = reuse(free, at, key, k_route, target.peer, target.pport, f, lk)
                                 if cq:
-                                    qpush(ev, at, key)
+                                    qpush(ev)
                                 else:
                                     push_(heap, ev)
                             else:
@@ -384,7 +384,7 @@ class Scheduler:
                 wkey = node.sched_wake_key | dnext if d == t else node.sched_wake_key
                 ev = reuse(free, d, wkey, k_wake, node, 0, None, False)
                 if cq:
-                    qpush(ev, d, wkey)
+                    qpush(ev)
                 else:
                     push_(heap, ev)
             if t >= next_report:
