@@ -29,7 +29,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
@@ -55,7 +55,7 @@ def compiler_found() -> bool:
 
 def core_sources() -> list[str]:
     """The ``.py`` files of the compiled packages, relative to this folder, minus NOT_COMPILED."""
-    skip = set(CORE["NOT_COMPILED"])
+    skip = set(CORE["NOT_COMPILED"]) | set(CORE["C_SOURCES"])
     files = []
     for package in CORE["COMPILED_PACKAGES"]:
         for path in sorted((HERE / package.replace(".", "/")).rglob("*.py")):
@@ -88,6 +88,8 @@ def compiled_core() -> list:
     os.chdir(HERE)                      # mypyc works with paths relative to the project
     try:
         extensions = mypycify(core_sources(), opt_level="3")
+        extensions += [Extension(name, [source], extra_compile_args=["-O3"])
+                       for name, source in CORE["C_SOURCES"].items()]
     except (Exception, SystemExit) as exc:   # mypyc exits on a type error
         _say("mypyc failed (%s): pure-Python core" % (exc,))
         return []

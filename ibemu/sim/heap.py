@@ -1,4 +1,5 @@
-"""The binary heap of the scheduler's events and of the nodes' timers (issue 16).
+"""The binary heap of the nodes' timers (issue 16); the scheduler's events have their own
+queue (:mod:`.eventq`, in C in the compiled core: issue 28).
 
 Both hold :class:`Ordered` objects, ordered by ``(time, seq)``; *seq* is unique within a
 heap, so every correct heap pops them in one and the same order, whichever holds them.

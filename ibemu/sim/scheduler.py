@@ -1,8 +1,8 @@
 """The one scheduler of both clocks (../shared/DESIGN.md §1, §7 and §8; issues 12 and 27).
 
-A discrete-event loop over a heap of events, in the manner of SimPy's core.  Every event
-is an :class:`Event` ``(time, seq, kind, node, port, frame, link)`` (indexable like that
-tuple):
+A discrete-event loop in the manner of SimPy's core, over a queue of events by key
+(:mod:`.eventq`: a list heap, or in the compiled core a C heap).  Every event is an
+:class:`Event` ``(time, seq, kind, node, port, frame, link)`` (indexable like that tuple):
 
 - ``DELIVER``: *frame* arrives on *node*'s *port* at *time*; *link* is True for a
   link-layer (flow-control) packet;
@@ -21,10 +21,8 @@ port rank, link sequence), so that every placement of the nodes on processes, an
 virtual clock, runs every node's events in one and the same order.
 
 After each event the scheduler takes the node's transmissions (``outbox``) and arms its
-next deadline; it keeps, per node, the time of the earliest ``WAKE`` it has pending
-(``sched_wake_at``) so that a deadline is scheduled once, not once per event.  Both
-per-node tables live on the node itself (:class:`SimNode`'s ``sched_wake_at`` and
-``sched_peers``), so the compiled core reads them as attributes.
+next deadline once: the node holds the time of its earliest pending ``WAKE``
+(``sched_wake_at``) and its peers (``sched_peers``), attributes in the compiled core.
 
 The virtual clock (:class:`ibemu.sim.engine.VirtualEngine`) runs this loop as fast as
 the CPU allows: a node's transmissions become ``DELIVER`` events at the peer port after
@@ -48,9 +46,7 @@ environment overrides one step:
   the rule never acts.
 
 The hot loop (:meth:`Scheduler.run`) is written once, inlined: on the virtual clock the
-hooks cost a test of a local variable per event, no call.  This module is sans-I/O: it
-imports neither trio, socket nor time, and knows the nodes only by the :class:`SimNode`
-class.
+hooks cost a test of a local per event.  Sans-I/O: no trio, socket or time.
 """
 from __future__ import annotations
 
@@ -58,16 +54,17 @@ from collections.abc import Callable, Iterable
 from heapq import heappop, heappush
 from typing import Any, Final, cast
 
-from .heap import NATIVE, heap_pop, heap_push, push
+from .eventq import EventQueue, native_layout
 from .events import FREE_MAX, INF, NEVER, Capture, Event, FaultyLink, PortCapture, PortPeer, SimNode, reuse
 from .order import (DEPTH_SHIFT, LSEQ_MASK, MAX_DEPTH, MAX_NODES, MAX_PORT, NODE_SHIFT, PORT_SHIFT,
                     WAKE_PORT, arrival_order, depth_of, order, port_rank)
 
 __all__ = ["DELIVER", "DELIVER_FAULTY", "DELIVER_INTACT", "DEPTH_SHIFT", "INF", "LSEQ_MASK", "MAX_DEPTH", "NEVER",
            "MAX_NODES", "MAX_PORT", "NODE_SHIFT", "PORT_SHIFT", "WAKE", "WAKE_PORT", "Capture", "Event", "FaultyLink",
-           "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order",
-           "port_rank"]
+           "PortCapture", "PortPeer", "Scheduler", "SimNode", "arrival_order", "depth_of", "order", "port_rank"]
 
+_PROBE: Final = (0x5A5A5A5A5A5, 0x3C3C3C3C3C3C3C3)     # the C queue reads events' keys from their fields
+NATIVE_EVENTS: Final = native_layout(Event(*_PROBE, 0, SimNode("probe"), 0, None, False), *_PROBE)  # (.eventq)
 DELIVER: Final = 0
 WAKE: Final = 1
 DELIVER_FAULTY: Final = 2
@@ -84,7 +81,8 @@ class Scheduler:
     def __init__(self, nodes: Iterable[SimNode], capture: Capture | None = None) -> None:
         self.nodes: list[SimNode] = list(nodes)
         self.capture = capture
-        self.heap: list[Event] = []
+        # the events by key (.eventq); typed Any, not list: mypyc uses no list primitive on it
+        self.heap: Any = EventQueue()
         self.free: list[Event] = []     # events that ran, for run() to reuse (events.reuse)
         self.now = 0                    # every event before it has run
         self.cur_time = 0               # the running event's time and depth (transmit reads them)
@@ -159,14 +157,15 @@ class Scheduler:
             self.slip_ps += d
             if d > self.max_slip_ps:
                 self.max_slip_ps = d
-        push(self.heap, Event(t, seq, DELIVER, node, port, frame, link))
+        self.heap.push(Event(t, seq, DELIVER, node, port, frame, link), t, seq)
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
         d = node.next_deadline()
         if d is not None and d < node.sched_wake_at:
             node.sched_wake_at = d
-            push(self.heap, Event(d, node.sched_wake_key | self.depth_at(d), WAKE, node, 0, None, False))
+            key = node.sched_wake_key | self.depth_at(d)
+            self.heap.push(Event(d, key, WAKE, node, 0, None, False), d, key)
 
     def route(self, node: SimNode) -> None:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
@@ -190,18 +189,12 @@ class Scheduler:
                 continue                        # unconnected port: the frame goes nowhere
             target.sent += 1
             inj = target.inj
-            if inj is not None:
-                for extra, f2, fseq in inj.transmit(t0, frame, link):
-                    self.frames += 1
-                    at = t0 + target.prop + extra
-                    key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
-                    push(heap, Event(at, key | self.depth_at(at), DELIVER_FAULTY, target.peer,
-                                     target.pport, f2, (link, fseq, inj)))
-                continue
-            self.frames += 1
-            at = t0 + target.prop
-            key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
-            push(heap, Event(at, key | self.depth_at(at), kind, target.peer, target.pport, frame, link))
+            for extra, f2, fseq in (inj.transmit(t0, frame, link) if inj is not None else [(0, frame, 0)]):
+                self.frames += 1
+                at = t0 + target.prop + extra
+                key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent) | self.depth_at(at)
+                heap.push(Event(at, key, kind, target.peer, target.pport, frame, link) if inj is None else
+                          Event(at, key, DELIVER_FAULTY, target.peer, target.pport, f2, (link, fseq, inj)), at, key)
         node.outbox.clear()
         if rest and self.transmit is not None:
             node.outbox.extend(rest)
@@ -236,6 +229,14 @@ class Scheduler:
         self.clip_time = INF
         self.clip_seq = 0
 
+    def limit(self, until: int, until_seq: int) -> tuple[int, int]:
+        """A run's limit ``(until, until_seq)``, lowered to the clip; the C queue's limit too."""
+        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
+            until, until_seq = self.clip_time, self.clip_seq
+        if not isinstance(self.heap, list):
+            self.heap.set_limit(until, until_seq)
+        return until, until_seq
+
     def next_key(self) -> tuple[int, int]:
         """The key ``(time, seq)`` of the earliest pending event; ``(INF, 0)`` for none."""
         heap = self.heap
@@ -252,14 +253,11 @@ class Scheduler:
         *progress(now)* is called about every *progress_step* ps of emulated time."""
         heap = self.heap
         pop, push_ = heappop, heappush      # pure Python's heap, as locals: faster
-        native = NATIVE                     # the compiled core's heap (.heap): native calls
+        cq = not isinstance(heap, list)     # the compiled core's C queue (.eventq): its methods,
+        qpush, qdue = heap.push_item, heap.pop_due   # bound once (no lookup by name per call)
         k_deliver, k_wake, k_faulty, k_intact, never = DELIVER, WAKE, DELIVER_FAULTY, DELIVER_INTACT, NEVER
         k_route = k_intact if self.intact else k_deliver     # the kind of a routed frame
-        lmask = LSEQ_MASK
-        dshift = DEPTH_SHIFT
-        nshift = NODE_SHIFT
-        pshift = PORT_SHIFT
-        max_depth = MAX_DEPTH
+        lmask, dshift, nshift, pshift, max_depth = LSEQ_MASK, DEPTH_SHIFT, NODE_SHIFT, PORT_SHIFT, MAX_DEPTH
         cap = self.capture
         transmit = self.transmit
         hybrid = self.hybrid
@@ -269,20 +267,26 @@ class Scheduler:
         last = self.last_now
         free = self.free
         free_max = FREE_MAX
-        next_report = self.now + progress_step if progress is not None else NEVER
-        events = 0
-        frames = 0
-        if poll is not None:
-            next_report = -INF                  # the wall clock: poll in place of progress
-        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
-            until, until_seq = self.clip_time, self.clip_seq
-        while heap:
-            ev: Event = heap[0]
-            t = ev.time
-            if t >= until and (t > until or ev.seq >= until_seq):
+        # the wall clock polls in place of progress
+        next_report = -INF if poll is not None else self.now + progress_step if progress is not None else NEVER
+        events = frames = 0
+        until, until_seq = self.limit(until, until_seq)
+        ev: Event
+        while True:
+            # typed Event, not Any: mypyc then keeps kind, port and depth unboxed
+            if cq:
+                due = qdue()                    # None: empty, or nothing before the limit
+                if due is None:
+                    break
+                ev = cast(Event, due)
+            elif not heap:
                 break
-            # typed Event, not Any | Event: mypyc then keeps kind, port and depth unboxed
-            ev = cast(Event, heap_pop(heap)) if native else pop(heap)
+            else:
+                ev = heap[0]
+                if ev.time >= until and (ev.time > until or ev.seq >= until_seq):
+                    break
+                ev = pop(heap)
+            t = ev.time
             kind = ev.kind
             node = ev.node
             port = ev.port
@@ -348,39 +352,39 @@ class Scheduler:
                             inj = target.inj
                             if inj is None:
                                 frames += 1
-                                ev = reuse(free, at, key | dnext if at == t else key, k_route, target.peer,
-                                           target.pport, f, lk)
-                                if native:
-                                    heap_push(heap, ev)
+                                if at == t:
+                                    key |= dnext
+                                ev = reuse(free, at, key, k_route, target.peer, target.pport, f, lk)
+                                if cq:
+                                    qpush(ev)
                                 else:
                                     push_(heap, ev)
                             else:
                                 for extra, f2, fseq in inj.transmit(t0, f, lk):
                                     frames += 1
                                     a2 = at + extra
-                                    push(heap, Event(a2, key | dnext if a2 == t else key, k_faulty,
-                                                     target.peer, target.pport, f2, (lk, fseq, inj)))
+                                    k2 = key | dnext if a2 == t else key
+                                    heap.push(Event(a2, k2, k_faulty, target.peer, target.pport, f2, (lk, fseq, inj)),
+                                              a2, k2)
                     outbox.clear()
                     if rest is not None and transmit is not None:
                         outbox.extend(rest)
                         self.cur_time = t
                         self.cur_depth = depth
                         transmit(node)          # may clip the run
-                        if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
-                            until, until_seq = self.clip_time, self.clip_seq
+                        until, until_seq = self.limit(until, until_seq)
                 else:
                     self.cur_time = t
                     self.cur_depth = depth
                     transmit(node)              # may schedule deliveries, or clip the run
-                    if self.clip_time < until or (self.clip_time == until and self.clip_seq < until_seq):
-                        until, until_seq = self.clip_time, self.clip_seq
+                    until, until_seq = self.limit(until, until_seq)
             d = node.deadline()
             if d < node.sched_wake_at:
                 node.sched_wake_at = d
-                ev = reuse(free, d, node.sched_wake_key | dnext if d == t else node.sched_wake_key, k_wake,
-                           node, 0, None, False)
-                if native:
-                    heap_push(heap, ev)
+                wkey = node.sched_wake_key | dnext if d == t else node.sched_wake_key
+                ev = reuse(free, d, wkey, k_wake, node, 0, None, False)
+                if cq:
+                    qpush(ev)
                 else:
                     push_(heap, ev)
             if t >= next_report:
