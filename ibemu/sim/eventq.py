@@ -10,9 +10,10 @@ the order is a function of the keys alone.  Two implementations of one interface
   :func:`heapq.heappop` on it directly: it is a list, and the C queue is not;
 - ``eventq.c``, the same module compiled by setup.py beside the mypyc core (an extension
   module, not mypyc's: ``ibemu.core.C_SOURCES``): each key is kept beside its item in one
-  array of C structs, so ordering never reads the items.  At 11,664 hosts the heap of
-  Python objects spent most of each pop on cache misses, one per object it compared
-  (benchmarks/README.md, stop 38).
+  array of C structs, so ordering never reads the items.  A pop of the heap of Python
+  objects took 1,824 instructions on the 648-host congestion-tree case, a quarter of the
+  event loop's, and at 11,664 hosts the objects it compared were cache misses as well
+  (benchmarks/README.md, stops 37 and 38).
 
 ``push_item(item)`` takes the key from the item; the C queue reads the compiled core's
 events' keys from their fields, without making int objects (:func:`native_layout`, which
