@@ -85,13 +85,11 @@ class Scheduler:
         self.heap: Any = EventQueue()
         self.free: list[Event] = []     # events that ran, for run() to reuse (events.reuse)
         self.now = 0                    # every event before it has run
-        self.cur_time = 0               # the running event's time and depth (transmit reads them)
-        self.cur_depth = 0
+        self.cur_time = self.cur_depth = 0  # the running event's time and depth (transmit reads them)
         self.events = 0
         self.frames = 0                 # frames routed across links (frame-hops)
-        # frames routed from node to node arrive as DELIVER_INTACT (no CRC checks); set
-        # by VirtualEngine for a run without fault injectors, never on the wall clock,
-        # whose frames come in from other processes (the module text)
+        # routed frames arrive as DELIVER_INTACT (no CRC checks): set by VirtualEngine for a
+        # run without fault injectors, never on the wall clock (the module text)
         self.intact = False
         for i, n in enumerate(self.nodes):
             if n.sched_id < 0:
@@ -108,8 +106,7 @@ class Scheduler:
         self.poll: Callable[[], None] | None = None
         self.poll_mask = 1
         self.last_now: dict[SimNode, int] | None = None
-        # the exact wall clock's window clip: no event at or after (clip_time, clip_seq)
-        # runs (set by transmit when a frame leaves for another process, :meth:`clip`)
+        # the exact wall clock's window clip: nothing at or after (clip_time, clip_seq) runs (:meth:`clip`)
         self.clip_time = INF
         self.clip_seq = 0
         # the exact wall clock: every event before (floor_time, floor_seq) has run
@@ -157,15 +154,14 @@ class Scheduler:
             self.slip_ps += d
             if d > self.max_slip_ps:
                 self.max_slip_ps = d
-        self.heap.push(Event(t, seq, DELIVER, node, port, frame, link), t, seq)
+        self.heap.push_item(Event(t, seq, DELIVER, node, port, frame, link))
 
     def arm(self, node: SimNode) -> None:
         """Schedule *node*'s next deadline unless a wake-up at or before it is pending."""
         d = node.next_deadline()
         if d is not None and d < node.sched_wake_at:
             node.sched_wake_at = d
-            key = node.sched_wake_key | self.depth_at(d)
-            self.heap.push(Event(d, key, WAKE, node, 0, None, False), d, key)
+            self.heap.push_item(Event(d, node.sched_wake_key | self.depth_at(d), WAKE, node, 0, None, False))
 
     def route(self, node: SimNode) -> None:
         """Turn *node*'s outbox into deliveries at the peer ports (the virtual clock's
@@ -189,12 +185,18 @@ class Scheduler:
                 continue                        # unconnected port: the frame goes nowhere
             target.sent += 1
             inj = target.inj
-            for extra, f2, fseq in (inj.transmit(t0, frame, link) if inj is not None else [(0, frame, 0)]):
-                self.frames += 1
-                at = t0 + target.prop + extra
-                key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent) | self.depth_at(at)
-                heap.push(Event(at, key, kind, target.peer, target.pport, frame, link) if inj is None else
-                          Event(at, key, DELIVER_FAULTY, target.peer, target.pport, f2, (link, fseq, inj)), at, key)
+            if inj is not None:
+                for extra, f2, fseq in inj.transmit(t0, frame, link):
+                    self.frames += 1
+                    at = t0 + target.prop + extra
+                    key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
+                    heap.push_item(Event(at, key | self.depth_at(at), DELIVER_FAULTY, target.peer, target.pport,
+                                         f2, (link, fseq, inj)))
+                continue
+            self.frames += 1
+            at = t0 + target.prop
+            key = order(0, target.pid, port_rank(at, target.pid, target.pport), target.sent)
+            heap.push_item(Event(at, key | self.depth_at(at), kind, target.peer, target.pport, frame, link))
         node.outbox.clear()
         if rest and self.transmit is not None:
             node.outbox.extend(rest)
@@ -271,9 +273,8 @@ class Scheduler:
         next_report = -INF if poll is not None else self.now + progress_step if progress is not None else NEVER
         events = frames = 0
         until, until_seq = self.limit(until, until_seq)
-        ev: Event
+        ev: Event                               # not Any: mypyc then keeps kind, port and depth unboxed
         while True:
-            # typed Event, not Any: mypyc then keeps kind, port and depth unboxed
             if cq:
                 due = qdue()                    # None: empty, or nothing before the limit
                 if due is None:
@@ -363,9 +364,8 @@ class Scheduler:
                                 for extra, f2, fseq in inj.transmit(t0, f, lk):
                                     frames += 1
                                     a2 = at + extra
-                                    k2 = key | dnext if a2 == t else key
-                                    heap.push(Event(a2, k2, k_faulty, target.peer, target.pport, f2, (lk, fseq, inj)),
-                                              a2, k2)
+                                    qpush(Event(a2, key | dnext if a2 == t else key, k_faulty, target.peer,
+                                                target.pport, f2, (lk, fseq, inj)))
                     outbox.clear()
                     if rest is not None and transmit is not None:
                         outbox.extend(rest)
