@@ -68,3 +68,30 @@ def test_random_nested_values():
     for _ in range(300):
         obj = value(0)
         assert dumps(obj) == reference(obj)
+
+
+class Name(str):
+    pass
+
+
+def test_containers_of_plain_scalars_as_the_standard_library_writes_them(monkeypatch):
+    """The C encoder's containers (plain scalars only) and the ones that are not (a
+    subclass, a non-str key, a nested container) at every depth, with the float edge
+    values: rounded to 9 digits, -0.0 as 0.0, non-finite as null.  Without the C
+    encoder (json.encoder.c_make_encoder None) the text is the same."""
+    floats = [0.0, -0.0, 1 / 3, math.nan, math.inf, -math.inf, 1e-7, 123456.5, 1e300, 5e-324, 0.1 + 0.2,
+              -1e-5, 1e16, 123456789.5]
+    leaves = [
+        {"port%d" % i: {"PortXmitData": i * 7, "PortRcvPkts": -i, "ok": i % 2 == 0, "none": None}
+         for i in range(5)},
+        {"links": {"a->b": {"bytes": 10, "utilization": f, "capacity": None}} for f in floats},
+        {"list": floats, "tuple": tuple(floats), "strs": ["a", "é", "\"q\"\n", ""], "mixed": [1, "x", None, 2.5]},
+        {"sub": {"k": Name("v")}, "subkey": {Name("k"): 1}, "intkey": {3: 1.5}, "enum": {"k": Kind.A},
+         "np": {"k": np.int64(3)}, "nested": {"a": [1, [2]], "b": {"c": {}}}, "bool": [True, False]},
+        [[], {}, [1], {"z": 1, "a": 2, "m": 3}, [[[0.25]]]],
+    ]
+    for obj in leaves:
+        assert dumps(obj) == reference(obj)
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    for obj in leaves:
+        assert dumps(obj) == reference(obj)
