@@ -15,6 +15,7 @@ import csv
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -44,6 +45,20 @@ def fmt_cells(values: np.ndarray) -> np.ndarray:
     return cells
 
 
+def write_header(fh: TextIO, writer: Any, names: list[str]) -> None:
+    """The header row *names* through *writer* (a :func:`csv.writer` on *fh*), or, when
+    no name needs quoting (none empty, none with a comma, a quote or a line break), the
+    same text joined at once (counters.csv: 560k names at 11,664 hosts)."""
+    text = ",".join(names)
+    if "" in names or text.count(",") != len(names) - 1 or any(c in text for c in _QUOTED):
+        writer.writerow(names)
+    else:
+        fh.write(text + "\n")
+
+
+_QUOTED = ('"', "\r", "\n")
+
+
 def write_series(path: Path, times_ms: np.ndarray, names: Sequence[str], values: np.ndarray) -> None:
     """A time-series CSV: ``time_ms`` then a column per name; *values*' row k holds column
     *names*[k] at each time.  The rows are joined directly: numbers and empty cells, which
@@ -55,7 +70,7 @@ def write_series(path: Path, times_ms: np.ndarray, names: Sequence[str], values:
     values = values[:, :len(times)]
     step = max(1, CELLS_AT_ONCE // max(1, len(names)))
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh, lineterminator="\n").writerow(["time_ms", *names])
+        write_header(fh, csv.writer(fh, lineterminator="\n"), ["time_ms", *names])
         for b0 in range(0, len(times), step):
             cells = fmt_cells(values[:, b0:b0 + step].T)
             fh.write("".join([",".join([t, *row]) + "\n"

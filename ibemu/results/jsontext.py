@@ -94,7 +94,7 @@ def _leaf(obj: dict[Any, Any] | list[Any] | tuple[Any, ...], nl: str) -> str | N
     (``json.encoder.c_make_encoder``, as :func:`json.dumps` uses it without an indent)
     writes the items with ``"," + nl + "  "`` between them, the indent's own separator,
     after its floats are cleaned; the opening and closing lines are added here."""
-    make = json.encoder.c_make_encoder
+    make = getattr(json.encoder, "c_make_encoder", None)     # None: no _json module
     if not obj or make is None:
         return None
     if isinstance(obj, dict):

@@ -359,7 +359,7 @@ class Metrics(BinnedRecorder):
 
     def link_utilization_series(self, label: str, data: bool = False, window_ps: int | None = None) -> np.ndarray:
         """Sliding-window utilization of a link (fraction of its capacity); NaN without one."""
-        return self.link_utilization_rows([label], data, window_ps)[0]
+        return np.asarray(self.link_utilization_rows([label], data, window_ps)[0])
 
     def link_utilization_rows(self, labels: Sequence[str], data: bool = False,
                               window_ps: int | None = None) -> np.ndarray:
@@ -372,7 +372,7 @@ class Metrics(BinnedRecorder):
 
     def flow_rate_series(self, name: str, window_ps: int | None = None) -> np.ndarray:
         """Sliding-window delivered rate of a flow as a fraction of its source link."""
-        return self.flow_rate_rows([name], window_ps)[0]
+        return np.asarray(self.flow_rate_rows([name], window_ps)[0])
 
     def flow_rate_rows(self, names: Sequence[str], window_ps: int | None = None) -> np.ndarray:
         """:meth:`flow_rate_series` of each of *names*, a row each, at once."""
@@ -388,7 +388,7 @@ class Metrics(BinnedRecorder):
         for m in members:
             total = total + self._flow_wire_bins(m)
         r = sliding_rates(total.reshape(1, self._n), self.bin, window_ps or self.window, self.duration)
-        return per_capacity(r, [self.group_capacity(members)])[0]
+        return np.asarray(per_capacity(r, [self.group_capacity(members)])[0])
 
     # -- summary
     def summary(self, t_from: int | None = None, t_to: int | None = None) -> dict[str, Any]:
