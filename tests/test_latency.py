@@ -65,6 +65,27 @@ def test_percentiles_are_nearest_rank():
     assert latency_stats(np.zeros(0)) is None
 
 
+def test_nearest_rank_is_the_smallest_sample_with_p_percent_at_or_below_it():
+    """The definition (module doc), checked by counting, for every size up to 400 and
+    both percentiles; and numpy's own inverted_cdf, which the index formula follows."""
+    from ibemu.results.latency import PERCENTILES, nearest_rank
+    rng = np.random.default_rng(11)
+    for n in range(1, 401):
+        x = rng.integers(0, 50 if n % 2 else 10**12, n)
+        s = np.sort(x)
+        got = latency_stats(x)
+        for p, key in zip(PERCENTILES, ("p50_ps", "p99_ps")):
+            # smallest rank r (1-based) with r >= p/100 * n, in exact integer arithmetic
+            r = max(1, -(-p * n // 100))
+            assert nearest_rank(n, p) == r - 1
+            assert got[key] == int(s[r - 1])
+            assert got[key] == int(np.percentile(x, p, method="inverted_cdf"))
+        assert got["max_ps"] == int(s[-1]) and got["count"] == n
+    for n in rng.integers(401, 10**6, 100).tolist():    # numpy's index: the value of arange(n) it picks
+        for p in PERCENTILES:
+            assert nearest_rank(n, p) == int(np.percentile(np.arange(n), p, method="inverted_cdf"))
+
+
 def test_metrics_join_starts_and_completions_by_message_number():
     flows = {"f": FlowSpec("f", "a", "b", pattern="messages", count=3)}
     m = Metrics(PS_PER_MS, 100 * PS_PER_US, {}, flows, {})

@@ -394,13 +394,3 @@ def test_traces_and_events_go_to_results_csv_and_plot(tmp_path):
     lines = (tmp_path / "traces.csv").read_text().splitlines()
     assert lines == ["kind,key,time_ms,value", "CCTI,f1,0,0", "CCTI,f1,2,5", "CCTI,f1,6,1"]
     assert (tmp_path / "cc.png").stat().st_size > 1000
-
-
-def test_csv_cells_are_each_value_formatted_with_6_significant_digits():
-    """flows.csv and links.csv cells: ``"%.6g" % value`` (Python's formatting), empty for
-    NaN and infinities.  The distinct values of a column are formatted once and told apart
-    by their bits, so -0.0 (equal to 0.0) still gets its own "%.6g", "-0"."""
-    from ibemu.results import outputs
-    x = np.array([0.0, -0.0, 1 / 3, np.nan, np.inf, 1 / 3, -np.inf, 1e-7, 0.0, 2.5e6])
-    assert outputs._fmt_column(x) == ["0", "-0", "0.333333", "", "", "0.333333", "", "1e-07", "0", "2.5e+06"]
-    assert outputs._fmt_column(np.zeros(0)) == []

@@ -68,3 +68,31 @@ def test_random_nested_values():
     for _ in range(300):
         obj = value(0)
         assert dumps(obj) == reference(obj)
+
+
+class Name(str):
+    pass
+
+
+def test_containers_of_plain_scalars_and_dicts_of_the_same_keys_as_the_standard_library_writes_them():
+    """The containers written in one string (plain scalars only) and the ones that are
+    not (a subclass, a non-str key, a nested container) at every depth, with the float
+    edge values: rounded to 9 digits, -0.0 as 0.0, non-finite as null; dicts of the same
+    keys (in any order, at several depths, with a "%" in a key) sharing their form."""
+    floats = [0.0, -0.0, 1 / 3, math.nan, math.inf, -math.inf, 1e-7, 123456.5, 1e300, 5e-324, 0.1 + 0.2,
+              -1e-5, 1e16, 123456789.5]
+    cases = [
+        {"port%d" % i: {"PortXmitData": i * 7, "PortRcvPkts": -i, "big": 2**70 + i, "z%s%%": i}
+         for i in range(5)},
+        {"port%d" % i: {"PortXmitData": i * 7, "ok": i % 2 == 0, "none": None, "s": "é\n"} for i in range(5)},
+        {"links": {"a->b": {"bytes": 10, "utilization": f, "capacity": None}} for f in floats},
+        {"list": floats, "tuple": tuple(floats), "strs": ["a", "é", "\"q\"\n", ""], "mixed": [1, "x", None, 2.5],
+         "ints": list(range(-3, 30)), "one": {"k": 1}, "one_f": {"k": -0.0}, "one_c": {"k": [1]}},
+        {"sub": {"k": Name("v")}, "subkey": {Name("k"): 1}, "intkey": {3: 1.5, "3x": 2}, "enum": {"k": Kind.A},
+         "np": {"k": np.int64(3)}, "nested": {"a": [1, [2]], "b": {"c": {}}}, "bool": [True, False],
+         "np_list": [np.float64(0.5), 1], "enum_list": [Kind.A, 1]},
+        [{"b": 1, "a": 2}, {"a": 3, "b": 4}, [{"a": 5, "b": 6}], {"x": {"a": 7, "b": 8}}, {"a": {"b": 1}, "b": 2}],
+        [[], {}, [1], {"z": 1, "a": 2, "m": 3}, [[[0.25]]]],
+    ]
+    for obj in cases:
+        assert dumps(obj) == reference(obj)

@@ -15,6 +15,7 @@ reported figure is a latency some message actually had (in integer ps).
 """
 from __future__ import annotations
 
+import math
 from array import array
 from typing import Any, TypeAlias
 
@@ -31,9 +32,21 @@ def latency_stats(samples: np.ndarray) -> dict[str, Any] | None:
     x = np.asarray(samples, dtype=np.int64)
     if x.size == 0:
         return None
-    p50, p99 = (int(v) for v in np.percentile(x, PERCENTILES, method="inverted_cdf"))
-    return {"count": int(x.size), "p50_ps": p50, "p99_ps": p99, "max_ps": int(x.max()),
-            "mean_ps": float(x.mean())}
+    s = np.sort(x)
+    n = int(x.size)
+    p50, p99 = (int(s[nearest_rank(n, p)]) for p in PERCENTILES)
+    return {"count": n, "p50_ps": p50, "p99_ps": p99, "max_ps": int(s[-1]), "mean_ps": float(x.mean())}
+
+
+def nearest_rank(n: int, p: float) -> int:
+    """The index, among *n* sorted samples, of the nearest-rank *p*-th percentile: the
+    smallest k with at least p % of the samples at or below sample k, computed as numpy's
+    ``inverted_cdf`` does (issue 28: :func:`numpy.percentile` cost 0.2 ms a call, at
+    11,664 flows 2 s): ``i = n * (p / 100) - 1`` in floats, k = i when whole, else the
+    next integer up, and at least 0."""
+    i = n * (p / 100) - 1
+    k = math.floor(i)
+    return max(0, k if i == k else k + 1)
 
 
 def join(starts: Times, done_seq: Times, done_t: Times) -> tuple[np.ndarray, np.ndarray]:

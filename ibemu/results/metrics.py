@@ -11,9 +11,8 @@ picoseconds.
 """
 from __future__ import annotations
 
-import math
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -22,7 +21,7 @@ from ..fabric.bins import BinnedRecorder
 from ..units import PS_PER_MS
 from .latency import Times, completion_time, join
 from .packing import contains_points, pack_times, unpack_times
-from .rates import bin_edges, sliding_rate
+from .rates import bin_edges, per_capacity, sliding_rates, stack_bins
 from .summary import summarize
 
 Bins: TypeAlias = "array[int]"               # array("q"): one signed 64-bit count per bin
@@ -360,16 +359,27 @@ class Metrics(BinnedRecorder):
 
     def link_utilization_series(self, label: str, data: bool = False, window_ps: int | None = None) -> np.ndarray:
         """Sliding-window utilization of a link (fraction of its capacity); NaN without one."""
-        cap = self.link_capacity.get(label)
-        bins = self.link_bins(label, "data_bytes" if data else "bytes")
-        r = sliding_rate(bins, self.bin, window_ps or self.window, self.duration)
-        return r / cap if cap else r * math.nan
+        return np.asarray(self.link_utilization_rows([label], data, window_ps)[0])
+
+    def link_utilization_rows(self, labels: Sequence[str], data: bool = False,
+                              window_ps: int | None = None) -> np.ndarray:
+        """:meth:`link_utilization_series` of each of *labels*, a row each, at once."""
+        self.flush()
+        k = 1 if data else 0
+        r = sliding_rates(stack_bins([self._links[lbl][k] for lbl in labels], self._n), self.bin,
+                          window_ps or self.window, self.duration)
+        return per_capacity(r, [self.link_capacity.get(lbl) for lbl in labels])
 
     def flow_rate_series(self, name: str, window_ps: int | None = None) -> np.ndarray:
         """Sliding-window delivered rate of a flow as a fraction of its source link."""
-        cap = self.flow_capacity.get(name)
-        r = sliding_rate(self._flow_wire_bins(name), self.bin, window_ps or self.window, self.duration)
-        return r / cap if cap else r * math.nan
+        return np.asarray(self.flow_rate_rows([name], window_ps)[0])
+
+    def flow_rate_rows(self, names: Sequence[str], window_ps: int | None = None) -> np.ndarray:
+        """:meth:`flow_rate_series` of each of *names*, a row each, at once."""
+        self.flush()
+        r = sliding_rates(stack_bins([self._frx[x][3] for x in names], self._n), self.bin, window_ps or self.window,
+                          self.duration)
+        return per_capacity(r, [self.flow_capacity.get(x) for x in names])
 
     def group_rate_series(self, group: str, window_ps: int | None = None) -> np.ndarray:
         """Aggregate of a group's flows, as a fraction of one member's link (the largest)."""
@@ -377,12 +387,12 @@ class Metrics(BinnedRecorder):
         total = np.zeros(self._n)
         for m in members:
             total = total + self._flow_wire_bins(m)
-        cap = self.group_capacity(members)
-        r = sliding_rate(total, self.bin, window_ps or self.window, self.duration)
-        return r / cap if cap else r * math.nan
+        r = sliding_rates(total.reshape(1, self._n), self.bin, window_ps or self.window, self.duration)
+        return np.asarray(per_capacity(r, [self.group_capacity(members)])[0])
 
     # -- summary
     def summary(self, t_from: int | None = None, t_to: int | None = None) -> dict[str, Any]:
         """Totals and rates of the run, and over [t_from, t_to] when either is given
         (:func:`ibemu.results.summary.summarize`)."""
         return summarize(self, t_from, t_to)
+

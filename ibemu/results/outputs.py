@@ -18,24 +18,25 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import math
+import gc
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..arrays import unique_inverse
 from ..atomic import atomic_batch, atomic_open, atomic_write_text, prepare_dir, replace
 from ..errors import OutputError
 from ..scenario.model import Scenario
 from ..units import PS_PER_MS, PS_PER_US
+from .csvtext import fmt, write_header, write_series
 from .jsontext import dumps
 from .metrics import Metrics
-from .plot_data import PlotData, PlotJob, Series, draw
+from .plot_data import PlotData, PlotJob, Rows, draw
 from .plot_worker import PlotWorker
 from .summary import FLOW_TABLE, LINK_TABLE, OTHER_LEVEL, link_levels
 
@@ -48,46 +49,27 @@ def _dump_json(obj: Any, path: Path) -> None:
     atomic_write_text(path, dumps(obj) + "\n")
 
 
-def _fmt(x: float) -> str:
-    x = float(x)
-    return "" if not math.isfinite(x) else "%.6g" % x
-
-
-def _fmt_column(values: np.ndarray) -> list[str]:
-    """:func:`_fmt` of every value, a column at a time: each distinct value formatted
-    once (a run's series repeat a few values: seed 003's Figure 1 has 8k distinct in
-    120k), told apart by its bits, so that -0.0 stays "-0"."""
-    x = np.ascontiguousarray(values, dtype=np.float64)
-    bits, where = unique_inverse(x.view(np.int64))
-    text = ["%.6g" % v for v in bits.view(np.float64).tolist()]
-    out = [text[i] for i in where.tolist()]
-    for i in np.flatnonzero(~np.isfinite(x)).tolist():
-        out[i] = ""
-    return out
-
-
-def _write_csv(path: Path, times_ms: np.ndarray, columns: Sequence[tuple[str, np.ndarray]]) -> None:
-    """A time series CSV: ``time_ms`` then one column per (name, values).  The rows are
-    joined directly: numbers and empty cells, which the csv module never quotes."""
-    times = ["%.9g" % t for t in np.asarray(times_ms, dtype=np.float64).tolist()]
-    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh, lineterminator="\n").writerow(["time_ms"] + [name for name, _ in columns])
-        fh.write("".join([",".join(row) + "\n" for row in zip(
-            times, *[_fmt_column(col)[:len(times)] for _, col in columns], strict=True)]))
-
-
 def _write_port_series(metrics: Metrics, path: Path) -> None:
     """counters.csv: the running totals of the busy ports' counters at each sample."""
-    cols = []
+    names: list[str] = []
+    cols: list[list[int]] = []
     for label, series in sorted(metrics.port_samples.items()):
-        if not any(series.get("PortXmitPkts", [0])) and not any(series.get("PortRcvPkts", [0])):
-            continue
-        cols += [("%s:%s" % (label, name), series[name]) for name in PORT_SERIES if name in series]
+        if any(series.get("PortXmitPkts", _ZERO)) or any(series.get("PortRcvPkts", _ZERO)):
+            for name in PORT_SERIES:
+                if name in series:
+                    names.append("%s:%s" % (label, name))
+                    cols.append(series[name])
+    times = ["%.9g" % (t / PS_PER_MS) for t in metrics.port_times]
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["time_ms"] + [c for c, _ in cols])
-        times = ["%.9g" % (t / PS_PER_MS) for t in metrics.port_times]
-        w.writerows(zip(times, *[v[:len(times)] for _, v in cols], strict=True))
+        write_header(fh, w, ["time_ms", *names])
+        if set(map(len, cols)) <= {len(times)}:
+            w.writerows(zip(times, *cols, strict=True))
+        else:
+            w.writerows(zip(times, *[v[:len(times)] for v in cols], strict=True))
+
+
+_ZERO = (0,)
 
 
 LATENCY_COLUMNS = ("name", "kind", "group", "messages_started", "messages", "p50_us", "p99_us", "max_us",
@@ -143,10 +125,10 @@ def _write_tables(summary: dict[str, Any], scenario: Scenario, levels: dict[str,
     (``other`` without one).  Rates as in results.json (:func:`.summary.summarize`),
     6 significant digits; an empty cell: no value."""
     def num(x: float | None) -> str:
-        return "" if x is None else _fmt(x)
+        return "" if x is None else fmt(x)
 
     def us(ps: float | None) -> str:
-        return "" if ps is None else _fmt(ps / PS_PER_US)
+        return "" if ps is None else fmt(ps / PS_PER_US)
 
     windowed = summary.get("window") is not None
     specs = {f.name: f for f in scenario.flows}
@@ -155,14 +137,14 @@ def _write_tables(summary: dict[str, Any], scenario: Scenario, levels: dict[str,
         lat = d.get("latency") or {}
         spec = specs.get(name)
         r = [name, d.get("group") or "", spec.src if spec else "", spec.dst if spec else "",
-             _fmt(d["start_ps"] / PS_PER_MS), _fmt(d["stop_ps"] / PS_PER_MS), _fmt(d["throughput_gbps"]),
+             fmt(d["start_ps"] / PS_PER_MS), fmt(d["stop_ps"] / PS_PER_MS), fmt(d["throughput_gbps"]),
              num(d["normalized"]), d["rx_bytes"], d["rx_wire_bytes"], d["rx_packets"], d["messages"],
              d["messages_started"], d["tx_bytes"], d["tx_packets"], us(lat.get("p50_ps")), us(lat.get("p99_ps")),
              us(lat.get("max_ps")), us(d.get("completion_ps"))]
         if windowed:
             w = d["window"]
             wl = w.get("latency") or {}
-            r += [_fmt(w["throughput_gbps"]), num(w["normalized"]), us(wl.get("p50_ps")), us(wl.get("p99_ps"))]
+            r += [fmt(w["throughput_gbps"]), num(w["normalized"]), us(wl.get("p50_ps")), us(wl.get("p99_ps"))]
         rows.append(r)
     head = list(FLOW_TABLE_COLUMNS)
     if windowed:
@@ -198,7 +180,7 @@ def _write_traces(metrics: Metrics, path: Path) -> None:
         w.writerow(["kind", "key", "time_ms", "value"])
         for (kind, key), tr in sorted(metrics.traces.items()):
             for t, v in tr:
-                w.writerow([kind, key, "%.9g" % (t / PS_PER_MS), _fmt(v)])
+                w.writerow([kind, key, "%.9g" % (t / PS_PER_MS), fmt(v)])
 
 
 def _plots_folder(out: Path) -> Path:
@@ -248,10 +230,26 @@ def write_outputs(metrics: Metrics, scenario: Scenario, out_dir: str | Path,
     the other files are written.
     """
     out = prepare_dir(out_dir)
-    with atomic_batch():            # all the files, or none (the earlier ones stay)
+    with atomic_batch(), _uncollected():    # all the files, or none (the earlier ones stay)
         results = _write_all(metrics, scenario, out, extra, summary if summary is not None else
                              (lambda: metrics.summary(*window) if window else metrics.summary()), plotter)
     return results
+
+
+@contextmanager
+def _uncollected() -> Iterator[None]:
+    """No garbage collection while the block runs (then as before).  Writing the outputs
+    allocates millions of objects that live until the files are written (the summary,
+    the JSON and CSV text), and every few of them a collection walked them all again:
+    at 11,664 hosts 3.4 s of collections, about a third of the phase (issue 28).  What
+    they leave in cycles is collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 Summary = dict[str, Any] | Callable[[], dict[str, Any]]
@@ -262,10 +260,13 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
                summary: Summary, plotter: PlotWorker | None) -> dict[str, Any]:
     times = metrics.times_ms()
     win_ps = scenario.output.window or metrics.window
-    flow_cols = [(n, metrics.flow_rate_series(n, win_ps)) for n in metrics.flow_names()]
-    group_cols = [(g, metrics.group_rate_series(g, win_ps)) for g in metrics.groups()]
-    link_all = [(lbl, metrics.link_utilization_series(lbl, False, win_ps)) for lbl in metrics.link_names()]
-    link_data = [(lbl, metrics.link_utilization_series(lbl, True, win_ps)) for lbl in metrics.link_names()]
+    flows, links = metrics.flow_names(), metrics.link_names()
+    flow_cols = Rows(flows, metrics.flow_rate_rows(flows, win_ps))
+    groups = list(metrics.groups())
+    group_cols = Rows(groups, np.array([metrics.group_rate_series(g, win_ps) for g in groups]).reshape(len(groups),
+                                                                                                     metrics.nbins))
+    link_all = Rows(links, metrics.link_utilization_rows(links, False, win_ps))
+    link_data = Rows(links, metrics.link_utilization_rows(links, True, win_ps))
     if not scenario.output.plots:
         return _write_files(metrics, scenario, out, extra, summary, times, flow_cols, group_cols, link_all, link_data)
     tmp = _plots_folder(out)
@@ -287,8 +288,8 @@ def _write_all(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str,
 
 
 def _write_files(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[str, Any] | None,
-                 summary: Summary, times: np.ndarray, flow_cols: Series, group_cols: Series,
-                 link_all: Series, link_data: Series) -> dict[str, Any]:
+                 summary: Summary, times: np.ndarray, flow_cols: Rows, group_cols: Rows,
+                 link_all: Rows, link_data: Rows) -> dict[str, Any]:
     """Every file of the folder but the plots; returns what went into results.json."""
     if callable(summary):
         summary = summary()
@@ -313,11 +314,10 @@ def _write_files(metrics: Metrics, scenario: Scenario, out: Path, extra: dict[st
     if metrics.traces:
         _write_traces(metrics, out / "traces.csv")
     _dump_json(scenario.resolved or dataclasses.asdict(scenario), out / "config.json")
-    _write_csv(out / "flows.csv", times, flow_cols + [("group:" + g, s) for g, s in group_cols])
-    cols = []
-    for (lbl, a), (_, d) in zip(link_all, link_data):
-        cols += [(lbl, a), (lbl + ":data", d)]
-    _write_csv(out / "links.csv", times, cols)
+    write_series(out / "flows.csv", times, flow_cols.labels + ["group:" + g for g in group_cols.labels],
+                 np.concatenate((flow_cols.values, group_cols.values)))
+    write_series(out / "links.csv", times, [c for lbl in link_all.labels for c in (lbl, lbl + ":data")],
+                 np.stack((link_all.values, link_data.values), axis=1).reshape(2 * len(link_all.labels), metrics.nbins))
     _write_latency(summary, out / "latency.csv")
     _write_tables(summary, scenario, levels, out)
     return results

@@ -6,6 +6,7 @@ links.csv.  :func:`draw` draws every plot of a run from a job, in this process o
 worker, so both draw the same figures from the same numbers."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,8 +15,16 @@ import numpy as np
 from ..scenario.model import Scenario
 from .metrics import Metrics
 
-Series = list[tuple[str, np.ndarray]]
-"""(label, values per time bin), in the order of the CSV columns."""
+@dataclass
+class Rows:
+    """Series over the run's time bins, in the order of the CSV columns: row k of
+    *values* is *labels*[k]'s (one array: it pickles at once, issue 28).  Iterated, the
+    (label, series) pairs."""
+    labels: list[str]
+    values: np.ndarray
+
+    def __iter__(self) -> Iterator[tuple[str, np.ndarray]]:
+        return zip(self.labels, self.values, strict=True)
 
 
 @dataclass
@@ -71,10 +80,10 @@ class PlotJob:
     series of flows.csv and links.csv."""
     source: PlotData | Metrics
     times: np.ndarray
-    link_data: Series
-    link_all: Series
-    flow_cols: Series
-    group_cols: Series
+    link_data: Rows
+    link_all: Rows
+    flow_cols: Rows
+    group_cols: Rows
 
 
 PARTS = 2
