@@ -11,6 +11,7 @@ from ibemu.fabric.switch import Switch
 @pytest.mark.parametrize("table", [
     {}, {1: 1}, {5: 0, 7: 254, 9: 3}, {0xFFFF: 2},                # fit bytes
     {3: 255}, {4: 300}, {0x10000: 1}, {-1: 2}, {2: -1},          # do not: the dict answers
+    {2**70: 1}, {1: 2**70}, {-2**70: 1}, {7: 1, 0x10000: 2},     # nor beyond 64 bits, nor one entry of many
 ])
 def test_out_is_the_dict_lookup(table):
     fwd = ForwardingTable(dict(table))

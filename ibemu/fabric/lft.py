@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import numpy as np
+
 MAX_PORT: Final = 254
 """The highest port a byte holds (as 255); IBA switches have at most 254 ports."""
 MAX_DLID: Final = 0xFFFF
@@ -23,19 +25,21 @@ MAX_DLID: Final = 0xFFFF
 
 def dense_ports(table: dict[int, int]) -> bytes | None:
     """*table* as bytes, ``port + 1`` at each DLID and 0 where it has none; None when an
-    entry does not fit (the module text)."""
+    entry does not fit (the module text).  Read and scattered as arrays: at 11,664 hosts
+    the 1,620 tables hold 21.5M entries, a loop over them took seconds (issue 28)."""
     if not table:
         return b""
-    top = -1
-    for dlid, port in table.items():
-        if not 0 <= dlid <= MAX_DLID or not 0 <= port <= MAX_PORT:
-            return None
-        if dlid > top:
-            top = dlid
-    out = bytearray(top + 1)
-    for dlid, port in table.items():
-        out[dlid] = port + 1
-    return bytes(out)
+    n = len(table)
+    try:
+        dlids = np.fromiter(table.keys(), dtype=np.int64, count=n)
+        ports = np.fromiter(table.values(), dtype=np.int64, count=n)
+    except OverflowError:               # beyond 64 bits: does not fit either
+        return None
+    if dlids.min() < 0 or dlids.max() > MAX_DLID or ports.min() < 0 or ports.max() > MAX_PORT:
+        return None
+    out = np.zeros(int(dlids.max()) + 1, dtype=np.uint8)
+    out[dlids] = ports + 1              # DLIDs are a dict's keys: each written once
+    return out.tobytes()
 
 
 class ForwardingTable:

@@ -1,24 +1,23 @@
 """The input-buffered crossbar switch of seed 003 §3 and Table 1.
 
 - Input buffers per port per VL (credit capacity in 64-byte blocks).
-- A crossbar: an input sends one packet at a time, an output one at a time -- but a
-  store-and-forward input faster than its outputs feeds several slower ones at once while
-  their rates add up to no more than its own (seed 002's testbed: S2 port 20 into 23, 24),
-  and with an internal speedup s (``crossbar_speedup``, default 1: none) an input reads
-  its buffer at s times its link rate and feeds several outputs at once while their
-  rates add up to no more than that (the read rules: :mod:`.xport`).
-- Per output port and VL a FIFO of the packets waiting for it, in arrival order; the head
-  may be bypassed by a newer packet when the head's input is busy sending to another
-  output, at most ``bypass_limit`` times (default 4) to prevent starvation.
-- Cut-through: a packet may leave ``forwarding_delay`` (40 ns) after its first byte
-  arrived, but its last byte no earlier than its last byte arrived plus the delay (a
-  slower input feeding a faster output starts late).  Store-and-forward: after the last
-  byte plus the delay.  A transmission occupies the output link for exactly its length.
-- Routing by a linear forwarding table on the DLID (or adaptively, :mod:`.adaptive`); the
-  output VL from the SL-to-VL table (seed 004 "Virtual Lanes and Service Levels"); VL
-  arbitration by the IBA dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
-- A packet's input buffer space is freed, and a flow-control packet returns the credit
-  upstream, when its last byte has left the switch.
+- A crossbar: an input sends one packet at a time, an output one at a time -- but a store-and-forward
+  input faster than its outputs feeds several slower ones at once while their rates add up to no more
+  than its own (seed 002's testbed: S2 port 20 into 23, 24), and with an internal speedup s
+  (``crossbar_speedup``, default 1: none) an input reads its buffer at s times its link rate and feeds
+  several outputs at once while their rates add up to no more than that (the read rules: :mod:`.xport`).
+- Per output port and VL a FIFO of the packets waiting for it, in arrival order; the head may be
+  bypassed by a newer packet when the head's input is busy sending to another output, at most
+  ``bypass_limit`` times (default 4) to prevent starvation.
+- Cut-through: a packet may leave ``forwarding_delay`` (40 ns) after its first byte arrived, but its
+  last byte no earlier than its last byte arrived plus the delay (a slower input feeding a faster
+  output starts late).  Store-and-forward: after the last byte plus the delay.  A transmission
+  occupies the output link for exactly its length.
+- Routing by a linear forwarding table on the DLID (or adaptively, :mod:`.adaptive`); the output VL
+  from the SL-to-VL table (seed 004 "Virtual Lanes and Service Levels"); VL arbitration by the IBA
+  dual-priority WRR (:mod:`ibemu.fabric.vlarb`).
+- A packet's input buffer space is freed, and a flow-control packet returns the credit upstream,
+  when its last byte has left the switch.
 Marking policies (issues 5 and 6) hook in through :meth:`Switch.attach_marker` (a
 :class:`~ibemu.fabric.hooks.Marker`).  Per-port state and packets: :mod:`.xport`.
 """
@@ -65,6 +64,7 @@ class Switch(Node):
         # by port + 1 (a native list index, issue 28); numbers without a port hold port 0's (no link)
         self.xat: list[XPort] = [port0]
         self._xlist: list[XPort] = []               # the ports' XPorts, in the order of ``ports``
+        self.qmask = 0      # bit s: _xlist[s] has packets (XPort.bit); a completion visits those (issue 28)
         self.queues: dict[int, list[list[Entry]]] = {}  # out port -> its XPort's FIFOs (the same lists)
         self.vl15: dict[int, list[Entry]] = {}      # out port -> its XPort's VL15 queue (the same list)
         self.marker: Marker | None = None           # congestion marking (ibemu.fabric.hooks)
@@ -90,6 +90,9 @@ class Switch(Node):
             xat.extend([xat[0]] * (port.index + 2 - len(xat)))
         xat[port.index + 1] = x
         self._xlist = [self.xports[i] for i in self.ports]
+        for slot, xp in enumerate(self._xlist):
+            xp.bit = 1 << slot
+        self.qmask = sum(xp.bit for xp in self._xlist if xp.queued)
         self.queues[port.index] = x.queues
         self.vl15[port.index] = x.vl15
 
@@ -109,6 +112,7 @@ class Switch(Node):
                 q.clear()
             x.vl15.clear()
             x.queued = 0
+        self.qmask = 0
 
     # ---------------------------------------------------------------- receive
     def receive(self, pidx: int, buf: Buf, link: bool, now: int) -> None:
@@ -118,8 +122,7 @@ class Switch(Node):
         self._receive(pidx, buf, link, now, False)
 
     def _receive(self, pidx: int, buf: Buf, link: bool, now: int, check: bool) -> None:
-        """A frame arrives on *pidx*; *check*: verify its length, PktLen and CRCs (False
-        only for a frame delivered intact, SimNode.receive_intact)."""
+        """A frame arrives on *pidx*; *check*: verify its length, PktLen and CRCs (False: intact)."""
         port = self.port_of(pidx)
         if port is None:
             self.count("dropped_no_port")
@@ -133,10 +136,8 @@ class Switch(Node):
         frame = buf if isinstance(buf, bytearray) else bytearray(buf)
         n = len(frame)
         port.pc.received(frame)
-        # IBA ch. 7 (link layer) checks on arrival (issue 8): a packet with a bad VCRC or a PktLen
-        # that disagrees with its length, or on a VL the link does not run, is dropped
-        # and counted in PortRcvErrors.  Its header cannot be trusted, so it is not
-        # credited: the sender's next FCTBS resynchronises ABR (credits.py).
+        # IBA ch. 7 checks on arrival (issue 8): a bad VCRC or PktLen, or a VL the link does not run:
+        # dropped, counted in PortRcvErrors, not credited (the next FCTBS resynchronises ABR, credits.py)
         if check and not frame_intact(frame):
             self.port_error(port, "PortRcvErrors")
             return
@@ -180,10 +181,8 @@ class Switch(Node):
                 vl = len(xo.queues) - 1
         tail = now + port.tx_time(n)
         if self.cut_through:
-            # the output link must not underrun: from a slower input into a faster
-            # output the packet starts late enough to finish when its last byte is in
-            # (plus the forwarding delay), so every hop's last byte follows the last
-            # byte that came in (issue 13, defect 1)
+            # no underrun: from a slower input into a faster output the packet starts late enough
+            # to end when its last byte is in, plus the forwarding delay (issue 13, defect 1)
             lag = tail - now - oport.tx_time(n)
             eligible = (now + lag if lag > 0 else now) + self.fwd_delay
         else:
@@ -192,6 +191,7 @@ class Switch(Node):
         e = Entry(frame, pidx, vl_in, out, vl, blocks, eligible, tail, data)
         (xo.vl15 if vl == VL15 else xo.queues[vl]).append(e)
         xo.queued += 1
+        self.qmask |= xo.bit
         if self.notifier is not None and vl != VL15 and self.notifier.due(pidx, dlid, xo.waiting_bytes() - n, now):
             self.send_arn(port, dlid, now)
         if self.marker is not None:
@@ -199,11 +199,10 @@ class Switch(Node):
         self._try_out(xo, now)
 
     def _to_agent(self, port: Port, frame: bytearray, vl_in: int, blocks: int, now: int) -> None:
-        """A packet for the switch's own LID (management port 0, IBA 14.2.5): a MAD on
-        VL15 to QP1 goes to the management agent (:mod:`ibemu.fabric.mad_agent`) once
-        its last byte is in, and the response is injected on VL15 (docs/dcms.md:
-        no processing delay is modelled).  Anything else for port 0 is dropped and
-        counted (it needs no buffer: port 0 consumes at link speed)."""
+        """A packet for the switch's own LID (management port 0, IBA 14.2.5): a MAD on VL15 to
+        QP1 goes to the management agent (:mod:`.mad_agent`) once its last byte is in, the
+        response injected on VL15 (no processing delay, docs/dcms.md); anything else is
+        dropped and counted (port 0 consumes at link speed: no buffer)."""
         if vl_in != VL15 or get_destqp(frame) != GSI_QP or get_lnh(frame) != LNH_IBA_LOCAL:
             self._drop_received(port, vl_in, blocks, now, "PortRcvErrors")
             return
@@ -231,6 +230,7 @@ class Switch(Node):
         e = Entry(frame, -1, VL15, xo.index, VL15, blocks_of(len(frame)), now, now, False)
         xo.vl15.append(e)
         xo.queued += 1
+        self.qmask |= xo.bit
         self._try_out(xo, now)
         return True
 
@@ -317,10 +317,9 @@ class Switch(Node):
         self._transmit(x, port, e, now)
 
     def _arm_eligibility(self, x: XPort, q: list[Entry], now: int) -> None:
-        """Wake when the FIFO's pick can change with time alone: at the head's
-        eligibility; or, when the head is eligible but its input is busy and it may still
-        be bypassed, at the eligibility of the first newer packet not yet eligible
-        (where :meth:`_pick` stopped).  Inputs freeing up are handled by ``_complete``."""
+        """Wake when the FIFO's pick can change with time alone: at the head's eligibility; or, when
+        the head is eligible but its input is busy and it may still be bypassed, at the eligibility of
+        the first newer packet not yet eligible (where :meth:`_pick` stopped; inputs freeing: ``_complete``)."""
         head = q[0]
         t = head.eligible
         if t <= now:
@@ -340,14 +339,12 @@ class Switch(Node):
         if kind == T_COMPLETE:
             self._complete(now, arg)
         elif kind == T_ELIGIBLE:
-            self._eligible_timer(now, arg)
+            x: XPort = arg
+            if x.wake_at == now:
+                x.wake_at = -1
+            self._try_out(x, now)
         else:
             super().on_timer(kind, now, arg)
-
-    def _eligible_timer(self, now: int, x: XPort) -> None:
-        if x.wake_at == now:
-            x.wake_at = -1
-        self._try_out(x, now)
 
     def _transmit(self, x: XPort, port: Port, e: Entry, now: int) -> None:
         o = port.index
@@ -357,6 +354,8 @@ class Switch(Node):
         port.busy_until = port.data_end = end
         self.xat[e.inp + 1].feed(e, port.rate, end)     # the crossbar input's read rate (.xport)
         x.queued -= 1
+        if not x.queued:
+            self.qmask &= ~x.bit
         port.pc.transmitted(n, now)
         if e.vl != VL15:
             port.tx[e.vl].sent(e.blocks)
@@ -386,15 +385,16 @@ class Switch(Node):
             self.marker.on_departure(self, e, now)
         xo = xat[e.out + 1]
         self._try_out(xo, now)
-        for x in self._xlist:
-            if x.queued and x is not xo:
-                # skip, without a call, an output whose link is taken and whose wake-up
-                # at its end is armed: there _try_out returns at link_blocked and
-                # changes nothing (a packet's end, or an FCP's with T_LINK_WAKE armed;
-                # most outputs, at every completion: issue 28)
-                p = x.port
-                if p is not None:
-                    b = p.busy_until
-                    if b > now and (b == p.data_end or p.wake_at == b):
-                        continue
-                self._try_out(x, now)
+        m, xl = self.qmask & ~xo.bit, self._xlist      # the other outputs with packets, in _xlist order
+        while m:
+            low = m & -m
+            m ^= low
+            x = xl[low.bit_length() - 1]
+            # skip, without a call, an output whose link is taken and whose wake-up at its end
+            # is armed: _try_out would return at link_blocked (a packet's end, or an FCP's)
+            p = x.port
+            if p is not None:
+                b = p.busy_until
+                if b > now and (b == p.data_end or p.wake_at == b):
+                    continue
+            self._try_out(x, now)

@@ -68,7 +68,7 @@ class XPort:
     input only.  One object per port, read by attribute: the tables it replaces were
     int-keyed dicts, a lookup and a boxed int per access (issue 16)."""
     __slots__ = ("index", "port", "queues", "vl15", "queued", "arb", "wake_at", "in_busy", "in_share", "rate",
-                 "rule", "read")
+                 "rule", "read", "bit")
 
     def __init__(self, index: int, port: Port | None, nvl: int, arb: VLArbiter | None,
                  rule: int = WHOLE, speedup: float = 1.0) -> None:
@@ -84,6 +84,7 @@ class XPort:
         self.rate = port.rate if port is not None else 0
         self.rule = rule if port is not None else WHOLE     # port 0 is read whole
         self.read = self.rate if rule != SPEEDUP else round(speedup * self.rate)   # bytes/s it reads
+        self.bit = 0                        # its bit in the switch's mask of outputs with packets (0: port 0)
 
     def waiting_bytes(self) -> int:
         """Bytes of the packets waiting for this output, every VL (not VL15's)."""

@@ -41,7 +41,6 @@ less).  The routes, and the order of the entries, are those of the plain recursi
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import deque
 
 from ..errors import UserError
@@ -106,19 +105,26 @@ def _classes(groups: list[list[int]]) -> list[int]:
     return [ids.setdefault(frozenset(g), len(ids)) for g in groups]
 
 
-def _bump(order: list[int], keys: list[int], counts: list[int], k: int) -> None:
+def _bump(order: list[int], pos: list[int], counts: list[int], k: int) -> None:
     """Count one more route on group *k* and keep *order* sorted by (count, group index):
     OpenSM's bubble sorts by counter, then by the remote switch's tuple (group index
-    order is tuple order).  *keys* holds ``count << 16 | index`` beside *order*."""
-    old = counts[k] << 16 | k
-    counts[k] += 1
-    i = bisect_left(keys, old)
-    del keys[i]
-    del order[i]
-    new = old + (1 << 16)
-    i = bisect_left(keys, new)
-    keys.insert(i, new)
-    order.insert(i, k)
+    order is tuple order).  *pos* holds each group's place in *order*.  A count only
+    grows, so *k* moves right, past the groups now below it (one step of insertion sort:
+    no key is boxed, no list resized)."""
+    c = counts[k] + 1
+    counts[k] = c
+    i = pos[k]
+    last = len(order) - 1
+    while i < last:
+        j = order[i + 1]
+        cj = counts[j]
+        if cj > c or (cj == c and j > k):
+            break
+        order[i] = j
+        pos[j] = i
+        i += 1
+    order[i] = k
+    pos[k] = i
 
 
 class _Tree:
@@ -161,8 +167,8 @@ class _Tree:
         self.g_up = [[0] * len(g) for g in self.down_nbr]
         self.up_order = [list(range(len(g))) for g in self.up_nbr]
         self.down_order = [list(range(len(g))) for g in self.down_nbr]
-        self.up_keys = [list(range(len(g))) for g in self.up_nbr]
-        self.down_keys = [list(range(len(g))) for g in self.down_nbr]
+        self.up_pos = [list(range(len(g))) for g in self.up_nbr]
+        self.down_pos = [list(range(len(g))) for g in self.down_nbr]
         self.cnt_down = [[0] * (k + 1) for k in nports]
         self.cnt_up = [[0] * (k + 1) for k in nports]
         self.lft: list[dict[int, int]] = [{} for _ in range(n)]
@@ -261,7 +267,7 @@ class _Tree:
             k = groups[0]
             upper = nbr[k]
             p, vp = _least_port(links[k], cnt)
-            _bump(order, self.up_keys[sw], self.g_down[sw], k)
+            _bump(order, self.up_pos[sw], self.g_down[sw], k)
             cnt[p] += 1
             if h1 < at[upper]:
                 if at[upper] == _NO:
@@ -311,7 +317,7 @@ class _Tree:
             if leafy[lower] or self.up_by_going_down(lower, -1, h1):
                 created = True
                 cnt[p] += 1
-                _bump(order, self.down_keys[sw], g, k)
+                _bump(order, self.down_pos[sw], g, k)
         if hops < self.down_done[c]:
             self.down_done[c] = hops
             self.classes_touched.append(c)

@@ -26,7 +26,16 @@ def fill_least_hop(sn: Subnet, table: list[str], order: list[int], lfts: list[di
     targets = [(sn.nodes[ca].lid, index[att[0]]) for ca in (c.name for c in sn.cas())
                if (att := sn.attached_switch(ca)) is not None]
     targets += [(sn.nodes[table[i]].lid, i) for i in order]
-    missing = [[(lid, d) for lid, d in targets if lid not in lft] for lft in lfts]
+    if not targets:
+        return
+    wanted = np.array([lid for lid, _ in targets], dtype=np.int64)
+    top = int(wanted.max())
+    missing: list[list[tuple[int, int]]] = []
+    for lft in lfts:        # the targets each table lacks, as arrays (a lookup each was seconds at 11,664 hosts)
+        keys = np.fromiter(lft.keys(), dtype=np.int64, count=len(lft))
+        present = np.zeros(top + 1, dtype=bool)
+        present[keys[(keys >= 0) & (keys <= top)]] = True
+        missing.append([targets[k] for k in np.flatnonzero(~present[wanted]).tolist()])
     if not any(missing):
         return
     adj = [[(p, index[v]) for p, v, _ in sn.switch_peers(s)] for s in table]
