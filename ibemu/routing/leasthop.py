@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrays import unique
 from .graph import Subnet
 
 __all__ = ["fill_least_hop"]
@@ -76,8 +75,9 @@ def _least_hop_ports(dest: int, starts: np.ndarray, flat: np.ndarray, nbr: np.nd
         lo, hi = starts[front], starts[front + 1]
         sizes = hi - lo
         at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        reached = unique(flat[at]) if at.size else at
-        reached = reached[dist[reached] < 0]
+        seen = np.zeros(n + 1, dtype=bool)          # the front's neighbours, marked (no sort)
+        seen[flat[at]] = True
+        reached = np.flatnonzero(seen & (dist < 0))
         dist[reached] = step
         front = reached
     hops = dist[nbr]
