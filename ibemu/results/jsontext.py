@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import chain, repeat
 from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from typing import Any
@@ -137,13 +138,7 @@ def _write(obj: Any, out: list[str], nl: str, forms: Forms) -> None:
         elif kinds <= _PLAIN:
             out.append(text % tuple(map(_scalar, values)))
         else:
-            for head, v in zip(heads, values, strict=True):
-                t = _scalar(v)
-                if t is None:
-                    out.append(head)
-                    _write(v, out, inner, forms)
-                else:
-                    out.append(head + t)
+            _items(zip(heads, values, strict=True), out, inner, forms)
             out.append(nl + "}")
         return
     sep = "," + inner
@@ -153,16 +148,20 @@ def _write(obj: Any, out: list[str], nl: str, forms: Forms) -> None:
     elif kinds <= _PLAIN:
         out.append("[" + inner + sep.join(map(_scalar, obj)) + nl + "]")     # type: ignore[arg-type]
     else:
-        head = "[" + inner
-        for v in obj:
-            t = _scalar(v)
-            if t is None:
-                out.append(head)
-                _write(v, out, inner, forms)
-            else:
-                out.append(head + t)
-            head = sep
+        _items(zip(chain(("[" + inner,), repeat(sep)), obj), out, inner, forms)
         out.append(nl + "]")
+
+
+def _items(items: Iterable[tuple[str, Any]], out: list[str], inner: str, forms: Forms) -> None:
+    """Append each value of a container after the text before it (``(head, value)``): a
+    scalar's text on the head's line, a container's text after the head (at *inner*)."""
+    for head, v in items:
+        t = _scalar(v)
+        if t is None:
+            out.append(head)
+            _write(v, out, inner, forms)
+        else:
+            out.append(head + t)
 
 
 def dumps(obj: Any) -> str:
