@@ -121,7 +121,7 @@ def long_lived() -> Iterator[None]:
     The collector still runs, over what the run allocates, but after every
     :data:`RUN_GC_YOUNG` allocations, not every 700: the events in flight outlive a young
     collection and were walked again by each older one (a 3,456-host run: 3,617 collections,
-    2.7 s; 20 and 0.45 s at 100,000)."""
+    2.7 s; 22 and 0.45 s at 100,000)."""
     threshold = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(threshold[0], RUN_GC_YOUNG), *threshold[1:])
