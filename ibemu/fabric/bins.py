@@ -50,6 +50,11 @@ class BinnedRecorder(Recorder):
         self._frx: dict[str, FlowRxSeries] = {}
         self._sinks: list[LinkBins | FlowBins] = []   # sinks (link_sink, flow_sink): they count ahead
         self.pending = False                # some sink holds counts not yet in the series
+        # message latency (issue 13): start ps by message number, and (number, done ps) by
+        # completion, per flow in the order of their first message; kept here, compiled, so
+        # a flow's sink appends to them natively (FlowBins.started, FlowBins.done)
+        self.msg_start: dict[str, array[int]] = {}
+        self.msg_done: dict[str, tuple[array[int], array[int]]] = {}
 
     # -- hot path (one call per frame-hop / packet): one dict lookup
     def link_tx(self, link: str, t: int, nbytes: int, data: bool) -> None:
@@ -71,6 +76,26 @@ class BinnedRecorder(Recorder):
         if data:
             s[1][i] += nbytes
             s[2][i] += 1
+
+    def message_start(self, flow: str, seq: int, t: int) -> None:
+        a = self.msg_start.get(flow)
+        if a is None:
+            a = self.msg_start[flow] = array("q")
+        n = len(a)
+        if seq == n:
+            a.append(t)
+        elif seq > n:                           # (never from the QPs: they number from 0 up)
+            a.extend([-1] * (seq - n))
+            a.append(t)
+        else:
+            a[seq] = t
+
+    def message_done(self, flow: str, seq: int, t: int) -> None:
+        d = self.msg_done.get(flow)
+        if d is None:
+            d = self.msg_done[flow] = (array("q"), array("q"))
+        d[0].append(seq)
+        d[1].append(t)
 
     def link_sink(self, link: str) -> LinkSink:
         """The link's series as a native sink (:class:`LinkBins`): a port's frames go
@@ -186,9 +211,9 @@ class LinkBins(LinkSink):
     the series when a frame falls in another or the recorder is read
     (:meth:`BinnedRecorder.flush`: an element of an int64 array costs hundreds of
     instructions to read and write from compiled code, an int field a few).  Any other
-    frame -- across a bin edge, or outside the bins this sink knows -- takes
-    :meth:`BinnedRecorder.link_tx` itself (sums commute: the order of the two does not
-    matter)."""
+    frame -- across a bin edge (split here when it ends within the run), or outside the
+    bins this sink knows -- takes :meth:`BinnedRecorder.link_tx` itself (sums commute: the
+    order of the two does not matter)."""
 
     def __init__(self, owner: BinnedRecorder, label: str) -> None:
         self.owner = owner
@@ -201,6 +226,7 @@ class LinkBins(LinkSink):
         # multiplication, equal to link_tx's rounded-up division
         self.ps_per_byte = PS_PER_S // self.cap if self.cap > 0 and PS_PER_S % self.cap == 0 else 0
         self.all, self.data_bytes, self.data_pkts = owner._links[label]
+        self.duration = owner.duration      # a frame across bin edges ending by then: _split
         self.cur = -1                       # the bin the sums below belong to (-1: none)
         self.sum_all = 0
         self.sum_data = 0
@@ -217,7 +243,10 @@ class LinkBins(LinkSink):
         else:
             end = t
         if i < 0 or i >= self.n or end > (i + 1) * b:
-            self.owner.link_tx(self.label, t, nbytes, data)
+            if 0 <= i and end <= self.duration:
+                self._split(t, end, nbytes, data)
+            else:
+                self.owner.link_tx(self.label, t, nbytes, data)
             return
         if i != self.cur:
             self.flush()
@@ -227,6 +256,25 @@ class LinkBins(LinkSink):
         if data:
             self.sum_data += nbytes
             self.sum_pkts += 1
+
+    def _split(self, t: int, end: int, nbytes: int, data: bool) -> None:
+        """:meth:`BinnedRecorder.link_tx` of a frame across bin edges that ends within the
+        run, so within the series (the rule of ``BinnedRecorder._link_split``, here without
+        a call by name: the module text)."""
+        b = self.bin
+        i = t // b
+        last = (end - 1) // b
+        span = end - t
+        done = 0
+        if data:
+            self.data_pkts[i] += 1
+        for k in range(i, last + 1):
+            upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
+            part = upto - done
+            done = upto
+            self.all[k] += part
+            if data:
+                self.data_bytes[k] += part
 
     def flush(self) -> None:
         """Add the sums to the series."""
@@ -256,6 +304,25 @@ class FlowBins(FlowSink):
         self.rx_cur = -1
         self.s_txb = self.s_txp = 0
         self.s_rxb = self.s_rxp = self.s_rxm = self.s_rxw = 0
+        self.starts: array[int] | None = None                       # owner.msg_start[flow], once made
+        self.dones: tuple[array[int], array[int]] | None = None     # owner.msg_done[flow], once made
+
+    def started(self, seq: int, t: int) -> None:
+        a = self.starts
+        if a is None or seq != len(a):         # the flow's first message, or out of order
+            self.owner.message_start(self.flow, seq, t)
+            self.starts = self.owner.msg_start.get(self.flow)
+            return
+        a.append(t)
+
+    def done(self, seq: int, t: int) -> None:
+        d = self.dones
+        if d is None:
+            self.owner.message_done(self.flow, seq, t)
+            self.dones = self.owner.msg_done.get(self.flow)
+            return
+        d[0].append(seq)
+        d[1].append(t)
 
     def tx(self, t: int, nbytes: int) -> None:
         i = t // self.bin

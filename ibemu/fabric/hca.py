@@ -195,11 +195,13 @@ class HCA(Node):
         earliest = INF
         single = self.arb.single is not None
         starved = False                     # a QP is ready but its VL has no credits
-        first: dict[int, int] = {}          # VL -> index of its first sendable QP
+        # VL -> index of its first sendable QP (one VL: the first sendable QP, none made)
+        first: dict[int, int] | None = None if single else {}
+        pick = -1
         for k in range(n):
             i = (self.rr + k) % n
             qp = senders[i]
-            if qp.vl in first:
+            if first is not None and qp.vl in first:
                 continue
             ok, t = qp.ready(now)
             if not ok:
@@ -209,21 +211,23 @@ class HCA(Node):
             if not port.tx[qp.vl].can_send(blocks_of(qp.next_size())):
                 starved = True
                 continue
-            first[qp.vl] = i
-            if single:
+            if first is None:
+                pick = i
                 break
+            first[qp.vl] = i
         if first:
             # choose() returns a VL of the non-empty *first* (None only when the port's VL
             # arbitration table lists none of them: then first[vl] raises, as it always did);
             # narrowing it here would cost a test per packet
-            vl = next(iter(first)) if single else self.arb.choose(first)  # type: ignore[assignment]
-            i = first[vl]
-            qp = senders[i]
+            chosen = self.arb.choose(first)
+            pick = first[chosen]  # type: ignore[index]
+        if pick >= 0:
+            qp = senders[pick]
             frame = qp.next_packet(now)
-            if not single:
-                self.arb.sent(vl, len(frame), first)
-            self.rr = (i + 1) % n
-            self._transmit(frame, vl, now, True)
+            if first is not None:
+                self.arb.sent(qp.vl, len(frame), first)
+            self.rr = (pick + 1) % n
+            self._transmit(frame, qp.vl, now, True)
             return
         port.pc.waiting(now, starved)
         if earliest < INF and earliest != self._kick_at:

@@ -40,15 +40,22 @@ class ForwardSink(LinkSink):
 
 
 class FlowSink:
-    """Where a flow's QP reports its packets (:meth:`Recorder.flow_sink`): the per-packet
-    :meth:`Recorder.flow_tx` and :meth:`Recorder.flow_rx` of one flow, resolved once per
-    QP and recorder (as :class:`LinkSink` is for a link)."""
+    """Where a flow's QP reports its packets and messages (:meth:`Recorder.flow_sink`): the
+    per-packet :meth:`Recorder.flow_tx` and :meth:`Recorder.flow_rx`, and the per-message
+    :meth:`Recorder.message_start` and :meth:`Recorder.message_done`, of one flow, resolved
+    once per QP and recorder (as :class:`LinkSink` is for a link)."""
 
     def tx(self, t: int, nbytes: int) -> None:
         """:meth:`Recorder.flow_tx` of this sink's flow."""
 
     def rx(self, t: int, nbytes: int, wire: int, message_done: bool) -> None:
         """:meth:`Recorder.flow_rx` of this sink's flow."""
+
+    def started(self, seq: int, t: int) -> None:
+        """:meth:`Recorder.message_start` of this sink's flow."""
+
+    def done(self, seq: int, t: int) -> None:
+        """:meth:`Recorder.message_done` of this sink's flow."""
 
 
 class ForwardFlowSink(FlowSink):
@@ -63,6 +70,12 @@ class ForwardFlowSink(FlowSink):
 
     def rx(self, t: int, nbytes: int, wire: int, message_done: bool) -> None:
         self.recorder.flow_rx(self.flow, t, nbytes, wire, message_done)
+
+    def started(self, seq: int, t: int) -> None:
+        self.recorder.message_start(self.flow, seq, t)
+
+    def done(self, seq: int, t: int) -> None:
+        self.recorder.message_done(self.flow, seq, t)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)   # Metrics and tests subclass it

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..fabric.bins import BinnedRecorder
 from ..units import PS_PER_MS
-from .latency import Times, completion_time, join
+from .latency import completion_time, join
 from .packing import contains_points, pack_times, unpack_times
 from .rates import bin_edges, per_capacity, sliding_rates, stack_bins
 from .summary import summarize
@@ -49,7 +49,8 @@ class Metrics(BinnedRecorder):
 
     Message latency: the start time of every message (one array("q") per flow, indexed
     by message number) and the number and time of every completion (two arrays), 8 and
-    16 bytes per message; joined when asked (:meth:`latencies`).
+    16 bytes per message, recorded by the compiled base (``msg_start``, ``msg_done``);
+    joined when asked (:meth:`latencies`).
 
     Events at or after the run's end are kept (the bins grow).
     """
@@ -61,8 +62,6 @@ class Metrics(BinnedRecorder):
         self.flows: dict[str, FlowLike] = dict(flows)
         self.flow_capacity: dict[str, int] = dict(flow_capacity)
         self.window = int(window_ps)
-        self._mstart: dict[str, Times] = {}                                # flow -> start ps by message
-        self._mdone: dict[str, tuple[Times, Times]] = {}                   # flow -> (message, done ps)
         self._counters: dict[str, dict[str, int]] = {}
         self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
         self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
@@ -75,26 +74,6 @@ class Metrics(BinnedRecorder):
             self._new_link(label)
         for name in self.flows:
             self._new_flow(name)
-
-    def message_start(self, flow: str, seq: int, t: int) -> None:
-        a = self._mstart.get(flow)
-        if a is None:
-            a = self._mstart[flow] = array("q")
-        n = len(a)
-        if seq == n:
-            a.append(t)
-        elif seq > n:                           # (never from the QPs: they number from 0 up)
-            a.extend([-1] * (seq - n))
-            a.append(t)
-        else:
-            a[seq] = t
-
-    def message_done(self, flow: str, seq: int, t: int) -> None:
-        d = self._mdone.get(flow)
-        if d is None:
-            d = self._mdone[flow] = (array("q"), array("q"))
-        d[0].append(seq)
-        d[1].append(t)
 
     def counter(self, node: str, name: str, value: int = 1) -> None:
         d = self._counters.get(node)
@@ -126,7 +105,10 @@ class Metrics(BinnedRecorder):
             if series is None:
                 series = self.port_samples[label] = {name: [0] * k for name in values}
             for name, v in values.items():
-                series.setdefault(name, [0] * k).append(v)
+                got = series.get(name)
+                if got is None:                 # (a counter new since the first sample: zeros before;
+                    got = series[name] = [0] * k    # not setdefault's default, made on every call)
+                got.append(v)
 
     def port_totals(self) -> dict[str, dict[str, int]]:
         """The last sample of every port counter."""
@@ -167,8 +149,8 @@ class Metrics(BinnedRecorder):
         self.flush()
         return {"bin_ps": self.bin, "nbins": self._n, "links": nz(self._links),
                 "flow_tx": nz(self._ftx), "flow_rx": nz(self._frx),
-                "msg_start": {k: pack_times(v) for k, v in self._mstart.items()},
-                "msg_done": {k: [pack_times(v[0]), pack_times(v[1])] for k, v in self._mdone.items()},
+                "msg_start": {k: pack_times(v) for k, v in self.msg_start.items()},
+                "msg_done": {k: [pack_times(v[0]), pack_times(v[1])] for k, v in self.msg_done.items()},
                 "counters": {n: dict(c) for n, c in self._counters.items()},
                 "traces": [[kind, key, tr] for (kind, key), tr in self.traces.items()],
                 "events": list(self.events), "port_times": list(self.port_times),
@@ -195,12 +177,12 @@ class Metrics(BinnedRecorder):
                             mine[i] += v
         for name, text in data.get("msg_start", {}).items():
             theirs = unpack_times(text)
-            mine = self._mstart.get(name)
-            if mine and any(x >= 0 for x in mine):  # a flow's messages start at its one source
+            mine = self.msg_start.setdefault(name, array("q"))
+            if any(x >= 0 for x in mine):       # a flow's messages start at its one source
                 raise ValueError("message starts of flow %r recorded twice" % name)
-            self._mstart[name] = theirs
+            mine[:] = theirs                    # in place: a flow's sink holds the array
         for name, (seqs, times) in data.get("msg_done", {}).items():
-            d = self._mdone.setdefault(name, (array("q"), array("q")))
+            d = self.msg_done.setdefault(name, (array("q"), array("q")))
             d[0].extend(unpack_times(seqs))
             d[1].extend(unpack_times(times))
         for node, values in data["counters"].items():
@@ -295,14 +277,14 @@ class Metrics(BinnedRecorder):
     def latencies(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(latency, completion time) in ps of every message of flow *name* delivered
         whole, in completion order (:func:`ibemu.results.latency.join`)."""
-        done = self._mdone.get(name)
+        done = self.msg_done.get(name)
         if done is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return join(self._mstart.get(name, array("q")), done[0], done[1])
+        return join(self.msg_start.get(name, array("q")), done[0], done[1])
 
     def messages_started(self, name: str) -> int:
         """Messages of flow *name* whose first byte was sent."""
-        return sum(1 for t in self._mstart.get(name, ()) if t >= 0)
+        return sum(1 for t in self.msg_start.get(name, ()) if t >= 0)
 
     def completion(self, name: str) -> int | None:
         """Completion time (ps) of finite flow *name* (pattern ``messages``): from its
@@ -311,14 +293,14 @@ class Metrics(BinnedRecorder):
         spec = self.flows.get(name)
         if spec is None or spec.pattern != "messages" or not spec.count:
             return None
-        done = self._mdone.get(name)
+        done = self.msg_done.get(name)
         if done is None:
             return None
-        return completion_time(self._mstart.get(name, array("q")), done[0], done[1], spec.count)
+        return completion_time(self.msg_start.get(name, array("q")), done[0], done[1], spec.count)
 
     def first_start(self, name: str) -> int:
         """When the first byte of flow *name*'s first message was sent (ps); -1: never."""
-        a = self._mstart.get(name)
+        a = self.msg_start.get(name)
         return a[0] if a else -1
 
     def is_finite(self, name: str) -> bool:

@@ -102,7 +102,7 @@ class RCRequester(FlowSource):
             self.msg_size = self.msg_left = self.gen.taken()
             self.msg_no += 1
             first = True
-            self.hca.recorder.message_start(self.name, self.msg_no, now)
+            self.flow_sink().started(self.msg_no, now)
         else:
             first = False
         ext: dict[str, dict[str, int]] | None = None
@@ -279,11 +279,11 @@ class RCRequester(FlowSource):
             last = op in (OP.RC_RDMA_READ_RESPONSE_LAST, OP.RC_RDMA_READ_RESPONSE_ONLY)
             if self.integrity is not None:
                 self.integrity.rx(self.name, payload_of(frame), last)
-            recorder = self.hca.recorder
-            self.flow_sink().rx(now, payload_len(frame), len(frame), last)
+            sink = self.flow_sink()
+            sink.rx(now, payload_len(frame), len(frame), last)
             if last:
                 self.reads_out -= 1
-                recorder.message_done(self.name, self.reads_done, now)
+                sink.done(self.reads_done, now)
                 self.reads_done += 1
             self.on_ack(now, frame, psn, n)
         return self._echo(frame)

@@ -172,10 +172,10 @@ class RCResponder(SenderBase):
             self.msn += 1
         if self.integrity is not None:
             self.integrity.rx(self.name, payload_of(frame), last)
-        recorder = self.hca.recorder
-        self.flow_sink().rx(now, payload_len(frame), len(frame), last)
+        sink = self.flow_sink()
+        sink.rx(now, payload_len(frame), len(frame), last)
         if last:
-            recorder.message_done(self.name, self.messages_done, now)
+            sink.done(self.messages_done, now)
             self.messages_done += 1
             if self.sink is not None:
                 self.sink.delivered(now)

@@ -50,10 +50,10 @@ class UDSender(FlowSource):
             self.integrity.tx(self.name, payload, True)
         frame = self._build(OP.UD_SEND_ONLY, self.psn, payload=payload, ext=self.ext)
         self.psn = (self.psn + 1) % PSN_MOD
-        recorder = self.hca.recorder
-        recorder.message_start(self.name, self.msg_no, now)
+        sink = self.flow_sink()
+        sink.started(self.msg_no, now)
         self.msg_no += 1
-        self.flow_sink().tx(now, n)
+        sink.tx(now, n)
         self._sent(now, frame)
         return frame
 
