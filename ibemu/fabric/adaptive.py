@@ -149,7 +149,7 @@ class AdaptiveRouting:
             nbytes = 0
             for q in x.queues:
                 for e in q:
-                    nbytes += len(e.frame)
+                    nbytes += len(e.pkt)
             for e in x.queues[vl]:
                 claimed += e.blocks
             f = port.tx[vl].available() - claimed

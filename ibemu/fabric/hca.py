@@ -223,11 +223,11 @@ class HCA(Node):
             pick = first[chosen]  # type: ignore[index]
         if pick >= 0:
             qp = senders[pick]
-            frame = qp.next_packet(now)
+            pkt = qp.next_packet(now)
             if first is not None:
-                self.arb.sent(qp.vl, len(frame), first)
+                self.arb.sent(qp.vl, len(pkt), first)
             self.rr = (pick + 1) % n
-            self._transmit(frame, qp.vl, now, True)
+            self._transmit(pkt, qp.vl, now, True)
             return
         port.pc.waiting(now, starved)
         if earliest < INF and earliest != self._kick_at:
@@ -244,7 +244,9 @@ class HCA(Node):
             self._kick_at = INF
         self._try_send(now)
 
-    def _transmit(self, frame: bytearray, vl: int, now: int, data: bool) -> None:
+    def _transmit(self, frame: bytes | bytearray, vl: int, now: int, data: bool) -> None:
+        if not isinstance(frame, bytes):    # sent as bytes: read natively on the way (switch.py)
+            frame = bytes(frame)
         port = self.port
         n = len(frame)
         end = now + port.tx_time(n)

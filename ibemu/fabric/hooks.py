@@ -53,7 +53,7 @@ class SourceResponse(Protocol):
     def gap(self, qp: SenderBase, nbytes: int, t: int) -> int:
         """Time from a packet's start to the next one's (at least *t*, the static rate's)."""
 
-    def on_sent(self, qp: SenderBase, now: int, frame: bytearray) -> None:
+    def on_sent(self, qp: SenderBase, now: int, frame: bytes | bytearray) -> None:
         """A data packet (or a retransmission) started."""
 
     def on_ack(self, qp: SenderBase, now: int, psn: int, n: int, becn: int) -> None:

@@ -69,7 +69,8 @@ T_OWN: Final = 3
 """The first kind a subclass may use for its own deadlines."""
 Transmission: TypeAlias = "tuple[int, bytes | bytearray, bool, int]"
 """A transmission the node started ``(port, frame, link, t_start)`` (*link*: a link
-flow-control packet, made as ``bytes``; every other frame is a ``bytearray``)."""
+flow-control packet).  An HCA sends ``bytes``, which the compiled core reads natively; a
+switch forwards a packet as it came, and as a ``bytearray`` once it rewrote a field."""
 
 
 def frame_intact(frame: Buf) -> bool:

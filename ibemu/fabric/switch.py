@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any, Final, TYPE_CHECKING
 
 from .params import SwitchParams
-from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl, get_vl, icrc_ok, set_vl
+from ..wire.fields import get_destqp, get_dlid, get_lnh, get_opcode_any, get_pkey_any, get_sl, get_vl, icrc_ok
+from ..wire.fields import set_vl
 from ..wire.layout import GRH_PACKET_MIN, Buf
 from ..wire.mad import GSI_QP
 from ..wire.opcodes import LNH_IBA_GLOBAL, LNH_IBA_LOCAL, is_data
@@ -102,8 +103,7 @@ class Switch(Node):
         return {x.index: x.queued for x in self._xlist}
 
     def queued_at(self, o: int) -> int:
-        """Packets waiting for output *o*."""
-        return self.xports[o].queued
+        return self.xports[o].queued        # packets waiting for output *o*
 
     def clear_queues(self) -> None:
         """Forget every packet waiting for an output (tests: a switch fed by hand)."""
@@ -132,8 +132,7 @@ class Switch(Node):
             if vl is not None:
                 self._try_out(self.xat[pidx + 1], now)
             return
-        # a packet is a bytearray (rewritten in place: VL, FECN); a link packet may be bytes
-        frame = buf if isinstance(buf, bytearray) else bytearray(buf)
+        frame = buf if isinstance(buf, (bytes, bytearray)) else bytes(buf)  # as it came: Entry.pkt
         n = len(frame)
         port.pc.received(frame)
         # IBA ch. 7 checks on arrival (issue 8): a bad VCRC or PktLen, or a VL the link does not run:
@@ -198,7 +197,7 @@ class Switch(Node):
             self.marker.on_arrival(self, e, now)
         self._try_out(xo, now)
 
-    def _to_agent(self, port: Port, frame: bytearray, vl_in: int, blocks: int, now: int) -> None:
+    def _to_agent(self, port: Port, frame: Buf, vl_in: int, blocks: int, now: int) -> None:
         """A packet for the switch's own LID (management port 0, IBA 14.2.5): a MAD on VL15 to
         QP1 goes to the management agent (:mod:`.mad_agent`) once its last byte is in, the
         response injected on VL15 (no processing delay, docs/dcms.md); anything else is
@@ -309,7 +308,7 @@ class Switch(Node):
                         self._arm_eligibility(x, q, now)
                 return
             i = picks[vl]
-            arb.sent(vl, len(queues[vl][i].frame), picks)
+            arb.sent(vl, len(queues[vl][i].pkt), picks)
             q = queues[vl]
         if i:
             q[0].bypassed += 1
@@ -348,7 +347,7 @@ class Switch(Node):
 
     def _transmit(self, x: XPort, port: Port, e: Entry, now: int) -> None:
         o = port.index
-        frame = e.frame
+        frame = e.pkt
         n = len(frame)
         end = now + port.tx_time(n)        # >= e.tail + forwarding delay (receive)
         port.busy_until = port.data_end = end
@@ -360,9 +359,11 @@ class Switch(Node):
         if e.vl != VL15:
             port.tx[e.vl].sent(e.blocks)
         if e.vl != e.vl_in:
+            frame = e.frame                 # (writable: a bytearray)
             set_vl(frame, e.vl)
         if self.marker is not None:
             self.marker.on_transmit(self, e, now)
+            frame = e.pkt                   # (a marker may have made it writable: Entry.frame)
         self.outbox.append((o, frame, False, now))
         self.record_tx(port, now, n, e.data)
         self.at_kind(end, T_COMPLETE, e)
@@ -390,8 +391,7 @@ class Switch(Node):
             low = m & -m
             m ^= low
             x = xl[low.bit_length() - 1]
-            # skip, without a call, an output whose link is taken and whose wake-up at its end
-            # is armed: _try_out would return at link_blocked (a packet's end, or an FCP's)
+            # skip, without a call, an output whose link is taken and whose wake-up at its end is armed
             p = x.port
             if p is not None:
                 b = p.busy_until

@@ -40,13 +40,14 @@ SPEEDUP: Final = 2
 
 
 class Entry:
-    """A packet resident in the switch."""
-    __slots__ = ("frame", "inp", "vl_in", "out", "vl", "blocks", "eligible", "tail",
+    """A packet resident in the switch: :attr:`pkt` as it came (``bytes`` from an HCA, which
+    the compiled core reads natively; issue 28), :attr:`frame` the same packet writable."""
+    __slots__ = ("pkt", "inp", "vl_in", "out", "vl", "blocks", "eligible", "tail",
                  "bypassed", "data", "share")
 
-    def __init__(self, frame: bytearray, inp: int, vl_in: int, out: int, vl: int, blocks: int,
+    def __init__(self, frame: bytes | bytearray, inp: int, vl_in: int, out: int, vl: int, blocks: int,
                  eligible: int, tail: int, data: bool) -> None:
-        self.frame = frame                  # the packet (its VL and FECN rewritten in place)
+        self.pkt = frame                    # the packet (a bytearray once :attr:`frame` was read)
         self.inp = inp                      # input port (-1: port 0, the switch's own)
         self.vl_in = vl_in                  # VL it arrived on
         self.out = out                      # output port
@@ -57,6 +58,16 @@ class Entry:
         self.bypassed = 0                   # times a newer packet was sent before it
         self.data = data                    # a data packet (not an ACK, CNP or MAD)
         self.share = 0                      # output rate it takes of its input's read rate (0: all)
+
+    @property
+    def frame(self) -> bytearray:
+        """The packet as a ``bytearray``, for a marker to rewrite its FECN and the switch its
+        VL in place (made from :attr:`pkt` on first use, and kept there)."""
+        f = self.pkt
+        if isinstance(f, bytearray):
+            return f
+        w = self.pkt = bytearray(f)
+        return w
 
 
 class XPort:
@@ -91,7 +102,7 @@ class XPort:
         n = 0
         for q in self.queues:
             for e in q:
-                n += len(e.frame)
+                n += len(e.pkt)
         return n
 
     def can_feed(self, now: int, rate: int) -> bool:

@@ -105,6 +105,8 @@ def get_opcode(buf: Buf) -> int:
 
 def get_opcode_any(buf: Buf) -> int:
     """BTH OpCode of an LNH 2 or 3 packet."""
+    if isinstance(buf, bytes):
+        return buf[OPCODE_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[OPCODE_LOCAL]
     return buf[OPCODE_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[OPCODE_LOCAL]
 
 
@@ -146,6 +148,8 @@ def get_pkey_any(buf: Buf) -> int:
 
 def get_fecn(buf: Buf) -> int:
     """BTH FECN of an LNH 2 or 3 packet."""
+    if isinstance(buf, bytes):
+        return (buf[CN_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[CN_LOCAL]) >> 7
     return (buf[CN_GLOBAL] if (buf[LRH_SL] & 3) == LNH_IBA_GLOBAL else buf[CN_LOCAL]) >> 7
 
 

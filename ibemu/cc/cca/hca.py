@@ -111,7 +111,7 @@ class CCAResponse:
             rec.trace("injection_rate", st.key, now, tp / (tp + st.delay))
 
     # -- hooks
-    def on_sent(self, qp: SenderBase, now: int, frame: bytearray) -> None:
+    def on_sent(self, qp: SenderBase, now: int, frame: bytes | bytearray) -> None:
         pass
 
     def on_ack(self, qp: SenderBase, now: int, psn: int, n: int, becn: int) -> None:

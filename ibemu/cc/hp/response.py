@@ -159,7 +159,7 @@ class HPResponse:
             g = (self.state.cipd + 1) * tx
         return g if g > t else t
 
-    def on_sent(self, qp: SenderBase, now: int, frame: bytearray) -> None:
+    def on_sent(self, qp: SenderBase, now: int, frame: bytes | bytearray) -> None:
         st = self.state
         cycle = qp.on_period()
         if cycle != self.cycle:

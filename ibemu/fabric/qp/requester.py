@@ -94,7 +94,7 @@ class RCRequester(FlowSource):
         first = self.msg_left == 0
         return wire_size(min(left, self.hca.mtu), RETH_LEN if (self.op == "write" and first) else 0)
 
-    def next_packet(self, now: int) -> bytearray:
+    def next_packet(self, now: int) -> bytes | bytearray:
         if self._redo:
             return self._resend(now)
         mtu = self.hca.mtu
@@ -141,8 +141,10 @@ class RCRequester(FlowSource):
             ackreq = 1 if (last or (self.cwnd is not None and self.outs >= self.cwnd)
                            or self.outs >= self.max_outstanding) else 0
             self.flow_sink().tx(now, n)
-        frame = self._build(opcode, psn, ackreq=ackreq, payload=payload, ext=ext)
-        self._unacked.append((psn, npk, bytes(frame), n, self.msg_no))
+        # bytes: kept for a retransmission as it is sent, since nothing rewrites a bytes frame
+        # (a switch copies it to: fabric.xport.Entry.frame), and read natively where it goes
+        frame = bytes(self._build(opcode, psn, ackreq=ackreq, payload=payload, ext=ext))
+        self._unacked.append((psn, npk, frame, n, self.msg_no))
         self._sent(now, frame)
         self._restart_timer(now)
         return frame

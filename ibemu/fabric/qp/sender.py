@@ -101,7 +101,7 @@ class SenderBase:
         """The wire size in bytes of the packet :meth:`next_packet` would build."""
         raise NotImplementedError
 
-    def next_packet(self, now: int) -> bytearray:
+    def next_packet(self, now: int) -> bytes | bytearray:
         """Build the next packet, which starts on the link at *now*."""
         raise NotImplementedError
 
@@ -124,7 +124,7 @@ class SenderBase:
             t = self.cc.gap(self, nbytes, t)
         return t
 
-    def _sent(self, now: int, frame: bytearray) -> None:
+    def _sent(self, now: int, frame: bytes | bytearray) -> None:
         """Bookkeeping after a data packet: the rate limiter and the CC hook."""
         self.sent_packets += 1
         self.next_allowed = now + self.gap_after(len(frame))

@@ -43,7 +43,7 @@ class UDSender(FlowSource):
     def next_size(self) -> int:
         return wire_size(min(self.gen.size(), self.hca.mtu), DETH_LEN)
 
-    def next_packet(self, now: int) -> bytearray:
+    def next_packet(self, now: int) -> bytes | bytearray:
         n = min(self.gen.taken(), self.hca.mtu)
         payload = self._payload(n, self.psn, 0)
         if self.integrity is not None:
