@@ -423,3 +423,42 @@ def test_no_bypass_when_head_input_is_free():
     out = feed(sw, events, 10 * PS_PER_US)
     assert [codec.parse(f).psn for _, f, _ in data_out(out)] == [0, 1]
     assert all(e.bypassed == 0 for q in sw.queues.values() for vq in q for e in vq)
+
+
+def test_a_packet_that_comes_as_bytes_goes_on_as_it_came_or_as_a_rewritten_copy():
+    """Issue 28: an HCA sends bytes (read natively in the compiled core); a switch forwards
+    the same object when it rewrites nothing, and a bytearray copy when the SL-to-VL table
+    moves the packet to another VL (the bytes it was given stay as they were)."""
+    params = SwitchParams(data_vls=2, sl2vl=[0, 1] * 8,
+                          vlarb=VLArbTable(low=[(0, 255), (1, 255)]))
+    sw = make_switch(lft={5: 2}, params=params, credits=1000)
+    sw.outbox.clear()
+    same = bytes(data_frame(5, sl=2, vl=0))          # SL2 -> VL0: nothing to rewrite
+    moved = bytes(data_frame(5, sl=1, vl=0, psn=1))  # SL1 -> VL1
+    out = data_out(feed(sw, [(0, 1, same, False), (3 * PS_PER_US, 1, moved, False)], 20 * PS_PER_US))
+    assert [f for _, f, _ in out][0] is same
+    g = out[1][1]
+    assert isinstance(g, bytearray) and codec.get_vl(g) == 1 and codec.vcrc_ok(g)
+    assert codec.get_vl(moved) == 0 and g[1:-2] == moved[1:-2]
+
+
+def test_a_marker_rewrites_a_bytes_packet_through_entry_frame():
+    """A marker sets FECN in place on ``Entry.frame`` (the Marker API): for a packet that
+    came as bytes that is a bytearray copy, and the copy is what the switch sends."""
+    class MarkAll:
+        def on_arrival(self, sw, e, now):
+            pass
+
+        def on_transmit(self, sw, e, now):
+            codec.set_fecn(e.frame)
+
+        def on_departure(self, sw, e, now):
+            pass
+
+    sw = make_switch(lft={5: 2}, credits=1000)
+    sw.attach_marker(MarkAll())
+    sw.outbox.clear()
+    f = bytes(data_frame(5))
+    (_, g, _), = data_out(feed(sw, [(0, 1, f, False)], 20 * PS_PER_US))
+    assert codec.get_fecn(g) == 1 and codec.vcrc_ok(g) and codec.icrc_ok(g)
+    assert codec.get_fecn(f) == 0
