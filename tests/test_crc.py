@@ -266,3 +266,36 @@ def test_icrc_delta_equals_full_recomputation(data, pick, x):
 @given(masked=st.binary(min_size=12, max_size=80))
 def test_icrc_start_is_the_masked_lrh_then_the_headers(masked):
     assert crc.icrc_start(masked) == ref_crc32(b"\xff" * 8 + masked)
+
+
+# ----------------------------------------------------------------- header words (issue 28)
+
+@settings(max_examples=300, deadline=None)
+@given(c=st.integers(0, 0xFFFFFFFF), v=st.integers(0, 0xFFFF), w=st.integers(0, 0xFFFFFFFF))
+def test_word_steps_are_the_word_sent_msb_first(c, v, w):
+    """crc32_be32 and vcrc_be32, the compiled builder's steps over a header word
+    (ibemu.wire.localpkt), carry a value on as zlib and anycrc over its four bytes."""
+    assert crc.crc32_be32(c, w) == zlib.crc32(w.to_bytes(4, "big"), c)
+    assert crc.vcrc_be32(v, w) == VCRC_MODEL.calc(w.to_bytes(4, "big"), init=v)
+
+
+def test_icrc_starts_after_an_all_ones_lrh():
+    assert crc.ICRC_LRH == crc.icrc_start(b"") == ref_crc32(b"\xff" * 8)
+
+
+def test_crc32_zeros_as_compiled(monkeypatch):
+    """Compiled (crc._LOOP), CRC-32's zero-extension tables are bytes, four per entry:
+    the same values as zlib, for lengths with tables and past the cached ones."""
+    if crc.COMPILED:
+        pytest.skip("the compiled module's tables are not the module attributes patched here")
+    monkeypatch.setattr(crc, "_LOOP", True)
+    for name, fresh in (("_CRC32_ZEROS_LE", [b""] * crc.ZEROS_BELOW), ("_CRC32_ZEROS", [[]] * crc.ZEROS_BELOW),
+                        ("_VCRC_ZEROS", [[]] * crc.ZEROS_BELOW), ("_TABLED", [])):
+        monkeypatch.setattr(crc, name, fresh)
+    rng = random.Random(41)
+    for n in [1, 2, 3, 2048, 4096, 4099, *range(100, 102 + crc.ZEROS_CACHED), crc.ZEROS_BELOW]:
+        for _ in range(3):
+            c, v = rng.getrandbits(32), rng.getrandbits(16)
+            assert crc.crc32_zeros(c, n) == zlib.crc32(bytes(n), c)
+            assert crc.vcrc_zeros(v, n) == VCRC_MODEL.calc(bytes(n), init=v)
+    assert len(crc._TABLED) == crc.ZEROS_CACHED and not crc._CRC32_ZEROS[2048]

@@ -15,9 +15,10 @@ import struct
 import zlib
 from typing import Any, Final
 
-from .crc import ZEROS_BELOW, crc32_zeros, icrc_start, vcrc_more, vcrc_update, vcrc_word, vcrc_zeros
+from .crc import COMPILED, ZEROS_BELOW, crc32_zeros, icrc_start, vcrc_more, vcrc_update, vcrc_word, vcrc_zeros
 from .layout import (Buf, BTH_LEN, GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_LEN, PACKET_OVERHEAD,
                      PKTLEN_MASK, VCRC_LEN)
+from .localpkt import build_local
 from .opcodes import EXT_LEN, EXT_SIZES, OPCODES, LNH_IBA_GLOBAL, LNH_IBA_LOCAL
 
 _LRH: Final = struct.Struct(">BBHHH")        # VL|LVer, SL|rsvd|LNH, DLID, rsvd|PktLen, SLID
@@ -27,7 +28,7 @@ _U16: Final = struct.Struct(">H")
 _LRH_BTH_PACK: Final = struct.Struct(">BBHHHBBHII").pack     # LRH then BTH (LNH 2), bound once
 _BTH_PACK: Final = _BTH.pack
 _CRCS_PACK: Final = struct.Struct("<IH").pack                # ICRC, VCRC: least significant byte first
-_PADS: Final = (b"", bytes(1), bytes(2), bytes(3))
+_PADS: Final = [b"", bytes(1), bytes(2), bytes(3)]     # a list: indexed natively
 _crc32: Final = zlib.crc32
 _U16LE: Final = struct.Struct("<H")
 _U32LE: Final = struct.Struct("<I")
@@ -98,6 +99,7 @@ def zero_payload(n: int) -> bytes:
 
 
 _NO_FIELDS: Final[dict[str, Any]] = {}
+_NATIVE: Final = COMPILED           # interpreted, build_local costs more than the general path
 
 
 def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
@@ -116,8 +118,24 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
 
     The CRCs run over the headers once each (the ICRC's copy of them packed with the
     variant fields all ones), then over the payload, which is not read when it is empty
-    or :func:`zero_payload`, nor are the pad bytes (issue 28).
+    or :func:`zero_payload`, nor are the pad bytes (issue 28).  Compiled, the packets
+    ibemu's HCAs send (no GRH; no extension header, or an AETH, DETH or RETH alone) are
+    made by :func:`ibemu.wire.localpkt.build_local`, the same bytes with fewer calls
+    into Python; it leaves any other packet, or a field struct would refuse, to the
+    general path below.
     """
+    if _NATIVE and grh is None and 0 <= opcode <= 0xFF:
+        n = len(payload)
+        pad = (-n) & 3 if padcnt is None else padcnt
+        if 0 <= pad <= 3:
+            zero = n == 0 or (n < ZEROS_BELOW and payload is _ZERO_PAYLOADS[n])
+            try:
+                frame = build_local(dlid, slid, opcode, psn, destqp, vl, lver, sl, pkey, fecn, becn, ackreq,
+                                    se, m, tver, pad, payload, zero, ext, pktlen, icrc, vcrc)
+            except (ValueError, OverflowError):  # a field past 64 bits: mypyc's ValueError
+                frame = None
+            if frame is not None:
+                return frame
     n = len(payload)
     if padcnt is None:
         padcnt = (-n) & 3

@@ -68,18 +68,19 @@ def vcrc(data: Buf) -> int:
     return _VCRC.calc(data)
 
 
-def _vcrc_table() -> list[int]:
-    """The byte table of the VCRC polynomial, reflected (0x100B -> 0xD008)."""
+def _byte_table(poly: int) -> list[int]:
+    """The byte table of a reflected CRC polynomial (the VCRC's 0x100B is 0xD008 reflected,
+    CRC-32's 0x04C11DB7 is 0xEDB88320)."""
     table = []
     for i in range(256):
         c = i
         for _ in range(8):
-            c = (c >> 1) ^ 0xD008 if c & 1 else c >> 1
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
         table.append(c)
     return table
 
 
-_VCRC_TABLE: Final = _vcrc_table()
+_VCRC_TABLE: Final = _byte_table(0xD008)
 
 
 def lpcrc(first4: Buf) -> int:
@@ -106,6 +107,8 @@ def lpcrc_words(a: int, b: int) -> int:
 
 
 _LRH_MASK_CRC: Final = zlib.crc32(ICRC_LRH_MASK)
+ICRC_LRH: Final = _LRH_MASK_CRC
+"""The ICRC value after the LRH, which is all variant: where every packet's ICRC starts."""
 
 
 def icrc(lrh_rest: Buf, lnh: int, tail: Buf = b"", pad: int = 0) -> int:
@@ -167,13 +170,17 @@ def icrc_delta(xor_byte: int, distance_to_end: int) -> int:
 # ----------------------------------------------------------------- zero extension
 
 ZEROS_CACHED: Final = 32
-"""The most lengths whose zero-extension tables are kept (each 1,025 or 513 ints)."""
+"""The most lengths whose zero-extension tables are kept (1,025 and 513 ints; compiled,
+CRC-32's are 4,100 bytes)."""
 ZEROS_BELOW: Final = 8192
 """Tables are made for lengths below this only (a payload of an MTU of 4096 and its pad)."""
 _NO_TABLE: Final[list[int]] = []
 # the tables by length, in lists rather than dicts: indexed by a native int, not a boxed one
 _CRC32_ZEROS: Final = [_NO_TABLE] * ZEROS_BELOW
 _VCRC_ZEROS: Final = [_NO_TABLE] * ZEROS_BELOW
+# compiled, CRC-32's tables are bytes instead, four per entry: read natively, where a list's
+# ints of 32 bits are unboxed on a slow path (and take ten times the memory)
+_CRC32_ZEROS_LE: Final = [b""] * ZEROS_BELOW
 _TABLED: Final[list[int]] = []              # the lengths with tables, in the order made
 _crc32: Final = zlib.crc32
 
@@ -199,7 +206,10 @@ def _make_tables(n: int) -> bool:
     if len(_TABLED) >= ZEROS_CACHED:
         return False
     z = bytes(n)
-    _CRC32_ZEROS[n] = _zero_tables(32, lambda x: _crc32(z, x))
+    if _LOOP:
+        _CRC32_ZEROS_LE[n] = b"".join([x.to_bytes(4, "little") for x in _zero_tables(32, lambda x: _crc32(z, x))])
+    else:
+        _CRC32_ZEROS[n] = _zero_tables(32, lambda x: _crc32(z, x))
     _VCRC_ZEROS[n] = _zero_tables(16, lambda x: _VCRC.calc(z, x))
     _TABLED.append(n)
     return True
@@ -208,11 +218,25 @@ def _make_tables(n: int) -> bool:
 def crc32_zeros(c: int, n: int) -> int:
     """``zlib.crc32(bytes(n), c)``: the CRC-32 value *c* carried over *n* zero bytes,
     four table look-ups for a length with tables (module docstring)."""
-    if 0 < n < ZEROS_BELOW and (_CRC32_ZEROS[n] or _make_tables(n)):
-        t = _CRC32_ZEROS[n]
-        return (t[1024] ^ t[c & 0xFF] ^ t[256 + ((c >> 8) & 0xFF)] ^ t[512 + ((c >> 16) & 0xFF)]
-                ^ t[768 + (c >> 24)])
+    if 0 < n < ZEROS_BELOW:
+        x: i64 = c
+        if _LOOP:
+            b = _CRC32_ZEROS_LE[n]
+            if not b and _make_tables(n):
+                b = _CRC32_ZEROS_LE[n]
+            if b:
+                return (_le32(b, 1024) ^ _le32(b, x & 0xFF) ^ _le32(b, 256 + ((x >> 8) & 0xFF))
+                        ^ _le32(b, 512 + ((x >> 16) & 0xFF)) ^ _le32(b, 768 + (x >> 24)))
+        elif _CRC32_ZEROS[n] or _make_tables(n):
+            t = _CRC32_ZEROS[n]
+            return t[1024] ^ t[x & 0xFF] ^ t[256 + ((x >> 8) & 0xFF)] ^ t[512 + ((x >> 16) & 0xFF)] ^ t[768 + (x >> 24)]
     return _crc32(bytes(n), c)
+
+
+def _le32(b: bytes, i: i64) -> i64:
+    """Entry *i* of a table of 32-bit entries kept as bytes, least significant first."""
+    j = i << 2
+    return i64(b[j]) | (i64(b[j + 1]) << 8) | (i64(b[j + 2]) << 16) | (i64(b[j + 3]) << 24)
 
 
 def vcrc_zeros(v: int, n: int) -> int:
@@ -220,7 +244,11 @@ def vcrc_zeros(v: int, n: int) -> int:
     table look-ups for a length with tables (module docstring)."""
     if 0 < n < ZEROS_BELOW and (_VCRC_ZEROS[n] or _make_tables(n)):
         t = _VCRC_ZEROS[n]
-        return t[512] ^ t[v & 0xFF] ^ t[256 + (v >> 8)]
+        x: i64 = v
+        k: i64 = t[512]
+        b0: i64 = t[x & 0xFF]
+        b1: i64 = t[256 + (x >> 8)]
+        return k ^ b0 ^ b1
     return _VCRC.calc(bytes(n), v)
 
 
@@ -246,6 +274,8 @@ def _compiled() -> bool:
 
 
 _LOOP: Final = _compiled()
+COMPILED: Final = _LOOP
+"""True when the wire modules run compiled (mypyc compiles them all or none)."""
 
 
 def vcrc_update(v: int, data: bytes) -> int:
@@ -265,13 +295,13 @@ def vcrc_word(v: int, w: int) -> int:
     r: i64 = v ^ 0xFFFF
     x: i64 = w
     j: i64 = ((r ^ x) & 0xFF) << 1
-    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    r = (r >> 8) ^ i64(table[j]) ^ (i64(table[j + 1]) << 8)
     j = ((r ^ (x >> 8)) & 0xFF) << 1
-    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    r = (r >> 8) ^ i64(table[j]) ^ (i64(table[j + 1]) << 8)
     j = ((r ^ (x >> 16)) & 0xFF) << 1
-    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    r = (r >> 8) ^ i64(table[j]) ^ (i64(table[j + 1]) << 8)
     j = ((r ^ (x >> 24)) & 0xFF) << 1
-    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    r = (r >> 8) ^ i64(table[j]) ^ (i64(table[j + 1]) << 8)
     return r ^ 0xFFFF
 
 
@@ -284,3 +314,43 @@ def icrc_start(masked: bytes) -> int:
     """The ICRC value after the LRH (all variant) and *masked*: the headers that follow
     it, GRH BTH and extension headers, with their variant fields already all ones."""
     return _crc32(masked, _LRH_MASK_CRC)
+
+
+# ----------------------------------------------------------------- header words (issue 28)
+
+_CRC32_TABLE_LE: Final = b"".join([x.to_bytes(4, "little") for x in _byte_table(0xEDB88320)])
+"""CRC-32's byte table as bytes, four per entry (zlib's polynomial, reflected)."""
+
+
+def crc32_be32(c: i64, w: i64) -> i64:
+    """``zlib.crc32(w.to_bytes(4, "big"), c)``: the CRC-32 value *c* carried over the four
+    bytes of the 32-bit *w*, most significant first (a header word as sent), by the
+    byte-table step on the ints: compiled, no bytes are made nor zlib called
+    (:mod:`ibemu.wire.localpkt`)."""
+    t = _CRC32_TABLE_LE
+    r: i64 = c ^ 0xFFFFFFFF
+    j: i64 = ((r ^ (w >> 24)) & 0xFF) << 2
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8) ^ (i64(t[j + 2]) << 16) ^ (i64(t[j + 3]) << 24)
+    j = ((r ^ (w >> 16)) & 0xFF) << 2
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8) ^ (i64(t[j + 2]) << 16) ^ (i64(t[j + 3]) << 24)
+    j = ((r ^ (w >> 8)) & 0xFF) << 2
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8) ^ (i64(t[j + 2]) << 16) ^ (i64(t[j + 3]) << 24)
+    j = ((r ^ w) & 0xFF) << 2
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8) ^ (i64(t[j + 2]) << 16) ^ (i64(t[j + 3]) << 24)
+    return r ^ 0xFFFFFFFF
+
+
+def vcrc_be32(v: i64, w: i64) -> i64:
+    """The VCRC value *v* carried over the four bytes of the 32-bit *w*, most significant
+    first (a header word as sent), by the byte-table step on the ints (compiled)."""
+    t = _VCRC_TABLE_LE
+    r: i64 = v ^ 0xFFFF
+    j: i64 = ((r ^ (w >> 24)) & 0xFF) << 1
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8)
+    j = ((r ^ (w >> 16)) & 0xFF) << 1
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8)
+    j = ((r ^ (w >> 8)) & 0xFF) << 1
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8)
+    j = ((r ^ w) & 0xFF) << 1
+    r = (r >> 8) ^ i64(t[j]) ^ (i64(t[j + 1]) << 8)
+    return r ^ 0xFFFF
