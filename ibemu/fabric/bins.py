@@ -25,12 +25,29 @@ from mypy_extensions import mypyc_attr
 from ..units import PS_PER_S
 from .recorder import FlowSink, LinkSink, Recorder
 
-__all__ = ["BinnedRecorder", "FlowBins", "LinkBins", "LinkSeries", "FlowTxSeries", "FlowRxSeries"]
+__all__ = ["BinnedRecorder", "FlowBins", "LinkBins", "LinkSeries", "FlowTxSeries", "FlowRxSeries", "spread"]
 
 _ZERO = (0,)
 LinkSeries = tuple["array[int]", "array[int]", "array[int]"]                   # all bytes, data bytes, data packets
 FlowTxSeries = tuple["array[int]", "array[int]"]                               # bytes, packets
 FlowRxSeries = tuple["array[int]", "array[int]", "array[int]", "array[int]"]   # payload, packets, messages, wire
+
+
+def spread(all_bytes: array[int], data_bytes: array[int], b: int, t: int, end: int, nbytes: int,
+           data: bool) -> None:
+    """Count a frame's *nbytes*, on the link from *t* to *end*, in the bins of *b* ps it
+    crosses: each its share of the time in whole bytes, the remainder in the last (the
+    module text); in *data_bytes* too for a data packet."""
+    last = (end - 1) // b
+    span = end - t
+    done = 0
+    for k in range(t // b, last + 1):
+        upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
+        part = upto - done
+        done = upto
+        all_bytes[k] += part
+        if data:
+            data_bytes[k] += part
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)   # ibemu.results.Metrics extends it
@@ -125,26 +142,16 @@ class BinnedRecorder(Recorder):
         """:meth:`link_tx` of a frame on the link from *t* to *end*, across bin edges."""
         b = self.bin
         i = t // b
-        span = end - t
-        done = 0
         if t < self.duration < end:
-            nbytes = nbytes * (self.duration - t) // span
-            span = self.duration - t
+            nbytes = nbytes * (self.duration - t) // (end - t)
             end = self.duration
-        last = (end - 1) // b
         if link not in self._links:
             self._new_link(link)
-        self._grow_to(last)
+        self._grow_to((end - 1) // b)
         s = self._links[link]
         if data:
             s[2][i] += 1
-        for k in range(i, last + 1):
-            upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
-            part = upto - done
-            done = upto
-            s[0][k] += part
-            if data:
-                s[1][k] += part
+        spread(s[0], s[1], b, t, end, nbytes, data)
 
     def flow_tx(self, flow: str, t: int, nbytes: int) -> None:
         i = t // self.bin
@@ -259,22 +266,11 @@ class LinkBins(LinkSink):
 
     def _split(self, t: int, end: int, nbytes: int, data: bool) -> None:
         """:meth:`BinnedRecorder.link_tx` of a frame across bin edges that ends within the
-        run, so within the series (the rule of ``BinnedRecorder._link_split``, here without
-        a call by name: the module text)."""
-        b = self.bin
-        i = t // b
-        last = (end - 1) // b
-        span = end - t
-        done = 0
+        run, so within the series: its packet counted, its bytes :func:`spread` (here
+        without a call by name: the module text)."""
         if data:
-            self.data_pkts[i] += 1
-        for k in range(i, last + 1):
-            upto = nbytes if k == last else nbytes * (min(end, (k + 1) * b) - t) // span
-            part = upto - done
-            done = upto
-            self.all[k] += part
-            if data:
-                self.data_bytes[k] += part
+            self.data_pkts[t // self.bin] += 1
+        spread(self.all, self.data_bytes, self.bin, t, end, nbytes, data)
 
     def flush(self) -> None:
         """Add the sums to the series."""

@@ -391,7 +391,7 @@ class Switch(Node):
             low = m & -m
             m ^= low
             x = xl[low.bit_length() - 1]
-            # skip, without a call, an output whose link is taken and whose wake-up at its end is armed
+            # skip an output whose link is taken and its wake-up armed: _try_out would stop at link_blocked
             p = x.port
             if p is not None:
                 b = p.busy_until

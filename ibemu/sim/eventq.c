@@ -73,9 +73,9 @@ take_least(EventQueue *q)
         return top;
     Entry last = a[n];
     Py_ssize_t pos = 0, child = 1;
-    /* while both children exist, the smaller is chosen by arithmetic, not a branch: which
-     * one it is cannot be predicted, and a mispredicted branch per level was most of a pop's
-     * time (issue 28).  It is the child `before` chooses, so the heap is the same. */
+    /* while both children exist, the smaller is chosen by arithmetic rather than by a
+     * branch whose outcome cannot be predicted (issue 28); it is the child `before` would
+     * choose, so the heap is the same */
     while (child + 1 < n) {
         const Entry *l = &a[child], *r = l + 1;
         child += (r->time < l->time) | ((r->time == l->time) & (r->seq < l->seq));
