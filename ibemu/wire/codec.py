@@ -12,10 +12,9 @@ Layouts: ../shared/REFERENCE.md "Wire format" (LRH, BTH, AETH) and IBA 9.3 / 9.4
 from __future__ import annotations
 
 import struct
-import zlib
 from typing import Any, Final
 
-from .crc import COMPILED, ZEROS_BELOW, crc32_zeros, icrc_start, vcrc_more, vcrc_update, vcrc_word, vcrc_zeros
+from .crc import COMPILED, ZEROS_BELOW, icrc_start, tail_crcs, vcrc_update, vcrc_word
 from .layout import (Buf, BTH_LEN, GRH_LEN, GRH_PACKET_MIN, ICRC_LEN, LRH_LEN, PACKET_OVERHEAD,
                      PKTLEN_MASK, VCRC_LEN)
 from .localpkt import build_local
@@ -29,7 +28,6 @@ _LRH_BTH_PACK: Final = struct.Struct(">BBHHHBBHII").pack     # LRH then BTH (LNH
 _BTH_PACK: Final = _BTH.pack
 _CRCS_PACK: Final = struct.Struct("<IH").pack                # ICRC, VCRC: least significant byte first
 _PADS: Final = [b"", bytes(1), bytes(2), bytes(3)]     # a list: indexed natively
-_crc32: Final = zlib.crc32
 _U16LE: Final = struct.Struct("<H")
 _U32LE: Final = struct.Struct("<I")
 
@@ -172,17 +170,7 @@ def build(*, dlid: int, slid: int, opcode: int, psn: int = 0, destqp: int = 0,
         masked += exts
     c = icrc_start(masked)
     v = vcrc_update(0, head)
-    if n == 0 or (n < ZEROS_BELOW and payload is _ZERO_PAYLOADS[n]):
-        zeros = n + padcnt
-        if zeros:
-            c = crc32_zeros(c, zeros)
-            v = vcrc_zeros(v, zeros)
-    else:
-        c = _crc32(payload, c)
-        v = vcrc_more(v, payload)
-        if padcnt:
-            c = crc32_zeros(c, padcnt)
-            v = vcrc_zeros(v, padcnt)
+    c, v = tail_crcs(c, v, payload, n == 0 or (n < ZEROS_BELOW and payload is _ZERO_PAYLOADS[n]), padcnt)
     if icrc is not None:
         c = icrc
     v = vcrc_word(v, c)

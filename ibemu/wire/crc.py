@@ -310,6 +310,21 @@ def vcrc_more(v: int, data: Buf) -> int:
     return _VCRC.calc(data, v)
 
 
+def tail_crcs(c: int, v: int, payload: Buf, zeros: bool, pad: int) -> tuple[int, int]:
+    """The ICRC value *c* and the VCRC value *v* carried over a packet's payload and its
+    *pad* zero bytes; a payload of *zeros* (empty, or :func:`ibemu.wire.codec.zero_payload`)
+    is not read (issue 28)."""
+    if zeros:
+        if len(payload) + pad:
+            return crc32_zeros(c, len(payload) + pad), vcrc_zeros(v, len(payload) + pad)
+        return c, v
+    c = _crc32(payload, c)
+    v = vcrc_more(v, payload)
+    if pad:
+        return crc32_zeros(c, pad), vcrc_zeros(v, pad)
+    return c, v
+
+
 def icrc_start(masked: bytes) -> int:
     """The ICRC value after the LRH (all variant) and *masked*: the headers that follow
     it, GRH BTH and extension headers, with their variant fields already all ones."""

@@ -22,12 +22,11 @@ Interpreted, the general path costs less than these steps, so the codec keeps it
 from __future__ import annotations
 
 import struct
-import zlib
 from typing import Any, Final
 
 from mypy_extensions import i64
 
-from .crc import ICRC_LRH, crc32_be32, crc32_zeros, vcrc_be32, vcrc_more, vcrc_word, vcrc_zeros
+from .crc import ICRC_LRH, crc32_be32, tail_crcs, vcrc_be32, vcrc_word
 from .layout import BTH_LEN, ICRC_LEN, LRH_LEN, PKTLEN_MASK, VCRC_LEN
 from .opcodes import EXT_LEN, LNH_IBA_LOCAL, OPCODES
 
@@ -54,7 +53,6 @@ _PACK_4C: Final = struct.Struct(">IIIII" + "IIII" + "IH").pack
 _JOIN: Final = bytearray().join
 _NO_FIELDS: Final[dict[str, Any]] = {}
 _MASK24: Final = 0xFFFFFF
-_crc32: Final = zlib.crc32
 
 
 def build_local(dlid: i64, slid: i64, opcode: i64, psn: i64, destqp: i64, vl: i64, lver: i64, sl: i64,
@@ -117,16 +115,7 @@ def build_local(dlid: i64, slid: i64, opcode: i64, psn: i64, destqp: i64, vl: i6
         e3 = dma_len
         v = vcrc_be32(vcrc_be32(vcrc_be32(vcrc_be32(v, e0), e1), e2), e3)
         c = crc32_be32(crc32_be32(crc32_be32(crc32_be32(c, e0), e1), e2), e3)
-    if zeros:
-        if n + pad:
-            c = crc32_zeros(c, n + pad)
-            v = vcrc_zeros(v, n + pad)
-    else:
-        c = _crc32(payload, c)
-        v = vcrc_more(v, payload)
-        if pad:
-            c = crc32_zeros(c, pad)
-            v = vcrc_zeros(v, pad)
+    c, v = tail_crcs(c, v, payload, zeros, pad)
     if icrc is not None:
         if icrc >> 32 != 0:
             return None
