@@ -27,7 +27,6 @@ from .fabric.qp.responder import reorder_counters
 from .fabric.network import Fabric
 from .capture.pcapng import LinkCapture, open_link_capture
 from .core import core_kind
-from .fabric.counters import TOTAL_NAMES, sample_totals
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
@@ -173,19 +172,17 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
             progress = scn.duration > 10 * PS_PER_MS
         bar = Progress(scn.duration, enabled=progress)
         ports = port_table(fabric)
-        labels = [label for label, _ in ports]
-        pcs = [p.pc for _, p in ports]
         step = max(scn.output.bin, scn.duration // PORT_SAMPLES)
         t0 = time.perf_counter()
         try:
             engine.start(0)
-            metrics.sample_port_rows(0, labels, TOTAL_NAMES, sample_totals(pcs, 0))
+            metrics.sample_ports(0, {label: p.pc.totals(0) for label, p in ports})
             t = 0
             while t < scn.duration:
                 t = min(t + step, scn.duration)
                 engine.run(t, progress=bar.update if bar.enabled else None,
                            progress_step=max(scn.duration // 200, 1))
-                metrics.sample_port_rows(t, labels, TOTAL_NAMES, sample_totals(pcs, t))
+                metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
         except BaseException:
             if capture is not None:         # interrupted: the capture keeps the whole records it has
                 capture.close()

@@ -105,27 +105,3 @@ def _end(scn, name):
     label = next(l for l in ends if l == name or l.startswith(name))
     a, pa, _, _ = ends[label]
     return a, pa
-
-
-def test_totals_read_each_counter_of_the_table_and_sample_totals_concatenates_them():
-    """add_totals reads attribute by attribute (issue 28); the table COUNTERS / OTHER says
-    which attribute each name is: every total must be that attribute's value."""
-    from ibemu.fabric.counters import COUNTERS, OTHER, TOTAL_NAMES, sample_totals
-    pc = PortCounters(RATE)
-    # derived totals: words of the byte counts, ticks of the waiting and congested time
-    special = {None: 0, "xmit_words": 777, "rcv_words": 888, "xmit_wait": 10, "xmit_time_cong": 8}
-    table = [(n, a) for n, a, _ in COUNTERS] + list(OTHER)
-    for i, (_, attr) in enumerate(table):
-        if attr not in special:
-            setattr(pc, attr, 1000 + i)         # a distinct value each: a swapped pair fails
-    pc.xmit_bytes, pc.rcv_bytes = 4 * 777, 4 * 888 + 3
-    tick = pc.tick_ps
-    pc.waiting(0, True)                         # 10 ticks waiting at 10 ticks
-    pc.congested(2 * tick, True)                # 8 ticks congested
-    t = pc.totals(10 * tick)
-    assert list(t) == list(TOTAL_NAMES) and len(TOTAL_NAMES) == len(table)
-    for name, attr in table:
-        assert t[name] == (special[attr] if attr in special else getattr(pc, attr)), name
-    other = PortCounters(RATE)
-    other.xmit_pkts = 5
-    assert sample_totals([pc, other], 10 * tick) == list(t.values()) + list(other.totals(10 * tick).values())

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 from ..units import PS_PER_S
 from ..wire.fields import get_lnh
@@ -55,8 +55,6 @@ EXTENDED = (
 )
 # the other counters results.json reports (not in PortCounters)
 OTHER = (("PortXmitTimeCong", "xmit_time_cong"), ("PortRcvFECN", "rcv_fecn"), ("PortRcvBECN", "rcv_becn"))
-TOTAL_NAMES: Final = tuple(name for name, _, _ in COUNTERS) + tuple(name for name, _ in OTHER)
-"""The counters :meth:`PortCounters.totals` reports, in its order."""
 _MASK64: Final = (1 << 64) - 1
 
 
@@ -158,21 +156,13 @@ class PortCounters:
         return self._cong_ps + (now - self._cong_since if self._cong_since >= 0 else 0)
 
     def totals(self, now: int) -> dict[str, int]:
-        """Every counter as a running total in IBA units at time *now*, by its name."""
-        row: list[int] = []
-        self.add_totals(now, row)
-        return dict(zip(TOTAL_NAMES, row))
-
-    def add_totals(self, now: int, out: list[int]) -> None:
-        """Append every running total at *now* to *out*, in the order of
-        :data:`TOTAL_NAMES` (``COUNTERS``, then ``OTHER``; a name without an attribute
-        counts nothing here: 0).  Read attribute by attribute, not by name: the port
-        samples of a run take every port's totals a few hundred times (issue 28)."""
-        tick = self.tick_ps
-        out.extend((self.rcv_errors, 0, self.rcv_switch_relay_errors, self.xmit_discards, 0,
-                    self.rcv_constraint_errors, self.excessive_buffer_overrun, self.vl15_dropped,
-                    self.xmit_bytes // 4, self.rcv_bytes // 4, self.xmit_pkts, self.rcv_pkts,
-                    self.wait_ps(now) // tick, self.cong_ps(now) // tick, self.rcv_fecn, self.rcv_becn))
+        """Every counter as a running total in IBA units at time *now*."""
+        out: dict[str, int] = {}
+        for name, attr, _ in COUNTERS:
+            out[name] = self._total(attr, now)
+        for name, attr in OTHER:
+            out[name] = self._total(attr, now)
+        return out
 
     def _total(self, attr: str | None, now: int) -> int:
         if attr is None:
@@ -208,12 +198,3 @@ class PortCounters:
             for name, attr, _ in COUNTERS:
                 if names is None or name in names:
                     self._base[name] = self._total(attr, now)
-
-
-def sample_totals(pcs: Sequence[PortCounters], now: int) -> list[int]:
-    """Every port's running totals at *now*, one after another (:data:`TOTAL_NAMES` for
-    each port of *pcs*): one sample of a run's port counters (``Metrics.sample_port_rows``)."""
-    out: list[int] = []
-    for pc in pcs:
-        pc.add_totals(now, out)
-    return out

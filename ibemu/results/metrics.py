@@ -21,7 +21,6 @@ from ..fabric.bins import BinnedRecorder
 from ..units import PS_PER_MS
 from .latency import completion_time, join
 from .packing import contains_points, pack_times, unpack_times
-from .port_samples import PortSamples
 from .rates import bin_edges, per_capacity, sliding_rates, stack_bins
 from .summary import summarize
 
@@ -66,7 +65,8 @@ class Metrics(BinnedRecorder):
         self._counters: dict[str, dict[str, int]] = {}
         self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
         self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
-        self.counter_samples = PortSamples()                               # (.port_samples, .port_times)
+        self.port_times: list[int] = []                                    # sample times (ps)
+        self.port_samples: dict[str, dict[str, list[int]]] = {}            # "node:port" -> counter -> values
         self.job_marks: list[tuple[str, int, int, int, int, int]] = []     # issue 29: ranks' iterations
         self.jobs: dict[str, dict[str, Any]] = {}                          # job name -> .jobs.job_info
         self.job_baselines: dict[str, int] = {}                            # job name -> completion alone (ps)
@@ -98,22 +98,17 @@ class Metrics(BinnedRecorder):
 
     def sample_ports(self, t: int, totals: Mapping[str, Mapping[str, int]]) -> None:
         """Port counter totals (``{"node:port": {counter: value}}``, IBA units) at *t*."""
-        self.counter_samples.add(t, totals)
-
-    def sample_port_rows(self, t: int, labels: Sequence[str], names: Sequence[str], values: list[int]) -> None:
-        """The same for every port of *labels*, with the counters *names*, as one flat list
-        (:meth:`PortSamples.add_rows`: a run's samples, issue 28)."""
-        self.counter_samples.add_rows(t, labels, names, values)
-
-    @property
-    def port_times(self) -> list[int]:
-        """The port samples' times (ps)."""
-        return self.counter_samples.times
-
-    @property
-    def port_samples(self) -> dict[str, dict[str, list[int]]]:
-        """``"node:port"`` -> counter -> one value per sample time."""
-        return self.counter_samples.series
+        self.port_times.append(t)
+        k = len(self.port_times) - 1
+        for label, values in totals.items():
+            series = self.port_samples.get(label)
+            if series is None:
+                series = self.port_samples[label] = {name: [0] * k for name in values}
+            for name, v in values.items():
+                got = series.get(name)
+                if got is None:                 # (a counter new since the first sample: zeros before;
+                    got = series[name] = [0] * k    # not setdefault's default, made on every call)
+                got.append(v)
 
     def port_totals(self) -> dict[str, dict[str, int]]:
         """The last sample of every port counter."""
@@ -212,9 +207,12 @@ class Metrics(BinnedRecorder):
         times = data.get("port_times") or []
         if times:                               # the same sample times everywhere; keep the common part
             if self.port_samples and len(times) < len(self.port_times):
-                self.counter_samples.cut(len(times))
+                self.port_times = self.port_times[:len(times)]
+                for series in self.port_samples.values():
+                    for name in series:
+                        del series[name][len(times):]
             elif not self.port_samples:
-                self.counter_samples.times[:] = times
+                self.port_times = list(times)
             k = len(self.port_times)
             for label, series in data["port_samples"].items():
                 self.port_samples[label] = {name: list(vals[:k]) for name, vals in series.items()}

@@ -48,7 +48,6 @@ from ..build import build_fabric
 from ..capture.pcapng import open_link_capture
 from ..errors import UserError
 from ..fabric.qp.responder import reorder_counters
-from ..fabric.counters import TOTAL_NAMES, sample_totals
 from ..fabric.faults import engine_faults, fault_counters
 from ..fabric.integrity import attach, credit_state
 from ..fabric.node import Node
@@ -289,9 +288,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
     ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]
     if ports:
         loop.sample_step = max(scn.output.bin, scn.duration // PORT_SAMPLES)
-        labels = [label for label, _ in ports]
-        pcs = [p.pc for _, p in ports]
-        loop.on_sample = lambda t: metrics.sample_port_rows(t, labels, TOTAL_NAMES, sample_totals(pcs, t))
+        loop.on_sample = lambda t: metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
     stopped = False
     try:
         if ctl is not None:
