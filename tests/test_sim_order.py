@@ -15,9 +15,6 @@ def _rank_as_specified(t: int, node: int, port: int) -> int:
 
 @given(st.integers(0, (1 << 62) - 1), st.integers(0, (1 << 18) - 1), st.integers(0, MAX_PORT))
 def test_port_rank_is_the_specified_formula(t: int, node: int, port: int) -> None:
-    # port_rank splits the product in two whose factors the compiled core multiplies natively
+    # the compiled core computes it in 64-bit machine ints (i64): the same value for every key
     assert port_rank(t, node, port) == _rank_as_specified(t, node, port)
 
-
-def test_the_split_multiplier_is_knuths() -> None:
-    assert 40503 * 2**16 + 31153 == 2654435761

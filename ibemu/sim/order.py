@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from mypy_extensions import i64
+
 DEPTH_SHIFT: Final = 56
 NODE_SHIFT: Final = 38
 PORT_SHIFT: Final = 29
@@ -56,17 +58,17 @@ def order(depth: int, node: int, port: int, link_seq: int = 0) -> int:
     return (depth << DEPTH_SHIFT) | (node << NODE_SHIFT) | (port << PORT_SHIFT) | (link_seq & LSEQ_MASK)
 
 
-def port_rank(t: int, node: int, port: int) -> int:
+def port_rank(t: i64, node: i64, port: i64) -> i64:
     """The place, 1 to 508, of *port* among *node*'s simultaneous arrivals at time *t*
     (the module text): ``(port + 1) * a mod 509`` with 509 prime and the multiplier
     ``a`` in 1..508 drawn from *t* and *node* by a multiplicative hash (Knuth's
     2654435761 on 26 bits, so that every product fits a machine word), a permutation of
     the ports 0..507 that changes from instant to instant."""
+    # 64-bit ints (i64) in the compiled core: plain machine arithmetic, where a Python
+    # int's every operation checks for a boxed value (issue 28: 3 % of the event loop).
+    # Every value fits: t < 2**63, x < 2**26, x * 2654435761 < 2**58.
     x = (t ^ (t >> 26) ^ (t >> 47) ^ node) & 0x3FFFFFF
-    # x * 2654435761 as two products of factors below 2**30 (2654435761 = 40503 * 2**16
-    # + 31153): the compiled core multiplies those natively, where a factor of 2**31 or
-    # more takes the slow path of a Python long (issue 28: 4 % of the event loop)
-    a = 1 + ((((x * 40503) << 16) + x * 31153) >> 20) % 508
+    a = 1 + ((x * 2654435761) >> 20) % 508
     return ((port + 1) * a) % 509
 
 
