@@ -97,13 +97,22 @@ def lpcrc(first4: Buf) -> int:
 
 def lpcrc_words(a: int, b: int) -> int:
     """:func:`lpcrc` of the four bytes of the 16-bit words *a* and *b*, most significant
-    byte first (a link packet's head), read from the ints without making the bytes."""
-    table = _VCRC_TABLE
-    crc = (0xFFFF >> 8) ^ table[(0xFFFF ^ (a >> 8)) & 0xFF]
-    crc = (crc >> 8) ^ table[(crc ^ a) & 0xFF]
-    crc = (crc >> 8) ^ table[(crc ^ (b >> 8)) & 0xFF]
-    crc = (crc >> 8) ^ table[(crc ^ b) & 0xFF]
-    return crc ^ 0xFFFF
+    byte first (a link packet's head), read from the ints without making the bytes: the
+    byte-table steps of :func:`vcrc_loop` on 64-bit ints (i64), plain machine arithmetic
+    in the compiled core (issue 28: every flow-control packet is built so)."""
+    table = _VCRC_TABLE_LE
+    x: i64 = a
+    y: i64 = b
+    r: i64 = 0xFFFF
+    j: i64 = ((r ^ (x >> 8)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ x) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ (y >> 8)) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    j = ((r ^ y) & 0xFF) << 1
+    r = (r >> 8) ^ table[j] ^ (table[j + 1] << 8)
+    return r ^ 0xFFFF
 
 
 _LRH_MASK_CRC: Final = zlib.crc32(ICRC_LRH_MASK)
