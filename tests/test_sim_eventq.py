@@ -94,6 +94,26 @@ def test_pops_in_key_order_with_pushes_in_between(queue_class: Any) -> None:
     assert out == sorted(left)
 
 
+
+def test_every_size_of_the_last_level_drains_in_key_order(queue_class: Any) -> None:
+    """Every queue length from 1 to 100 (the C heap's last level holding one to four
+    children of an entry, or none), drained with a push between pops, in key order."""
+    rng = random.Random(11)
+    for n in range(1, 101):
+        q = queue_class()
+        keys = [(rng.randrange(0, 8), rng.randrange(1 << 40)) for _ in range(n)]
+        for t, s in keys:
+            q.push(Item(t, s), t, s)
+        out: list[tuple[int, int]] = []
+        extra = (0, 0)
+        while len(q):
+            item = q.pop_least()
+            out.append((item.time, item.seq))
+            if len(out) == 1:                   # after the first pop: a key just after it
+                extra = (item.time, item.seq + (1 << 41))
+                q.push(Item(*extra), *extra)
+        assert out == sorted(keys + [extra]), n
+
 def test_push_item_takes_the_items_own_key(queue_class: Any) -> None:
     """``push_item(item)`` orders by ``(item.time, item.seq)`` as ``push`` does; an item
     without them is refused."""
