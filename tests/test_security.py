@@ -52,6 +52,15 @@ def _run(scn):
     return fab, check.export()
 
 
+
+def test_pkey_table_answers_each_key_whatever_was_asked_before():
+    """allows() keeps the last answer in two fields (issue 28): asked in turns, every
+    P_Key still gets its own answer."""
+    t = PKeyTable([0x8001, 0x0005])
+    asks = [0xFFFF, 0x8001, 0x8001, 0x0001, 0x0005, 0x0005, 0xFFFF, 0x8005, 0x0001]
+    assert [t.allows(k) for k in asks] == [any(pkey_match(k, e) for e in t.keys) for k in asks]
+    assert [t.allows(k) for k in asks] == [False, True, True, True, False, False, False, True, True]
+
 def test_same_partition_delivers():
     fab, rec = _run(_scn(0x8001, a_keys=[0x8001], b_keys=[0x0001]))    # B a limited member
     assert verify(rec) == [] and len(rec["received"]["f"]) == 5

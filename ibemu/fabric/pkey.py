@@ -29,17 +29,27 @@ def pkey_match(a: int, b: int) -> bool:
 
 
 class PKeyTable:
-    """A port's P_Key table; :meth:`allows` is memoised (it runs for every packet)."""
-    __slots__ = ("keys", "_cache")
+    """A port's P_Key table; :meth:`allows` is memoised (it runs for every packet): the
+    last P_Key asked about is answered from two fields, any other from a dict."""
+    __slots__ = ("keys", "_cache", "_last", "_last_ok")
 
     def __init__(self, keys: Iterable[int] | None = None) -> None:
         self.keys = tuple(keys) if keys is not None else (DEFAULT_PKEY,)
         self._cache: dict[int, bool] = {}
+        self._last = -1                     # the last P_Key asked about (-1: none yet)
+        self._last_ok = False
 
     def allows(self, pkey: int) -> bool:
+        # nearly every packet carries the P_Key of the one before it (the default
+        # partition): compiled, the fields cost a compare, the dict a lookup of a boxed
+        # int above the small-int cache (issue 28)
+        if pkey == self._last:
+            return self._last_ok
         ok = self._cache.get(pkey)
         if ok is None:
             ok = self._cache[pkey] = any(pkey_match(pkey, k) for k in self.keys)
+        self._last = pkey
+        self._last_ok = ok
         return ok
 
     def __repr__(self) -> str:
