@@ -48,6 +48,7 @@ from ..fabric.network import Fabric
 from ..fabric.switch import Switch
 from ..plots import link_heatmap, plot_link_heatmap
 from ..resources import SCENARIOS
+from ..results.plot_worker import started
 from ..results.summary import link_levels
 from ..run import RunResult, run_virtual
 from ..scenario import Scenario, scenario_from_dict
@@ -204,7 +205,10 @@ def run_case(raw: dict[str, Any], label: str, case: str, out_dir: Path | None = 
     """Run one case over its whole duration; measured over its last 80 %."""
     scn, fabric, paths = _case(raw, label, case)
     window = (scn.duration // 5, scn.duration)
-    result = run_virtual(scn, out_dir=out_dir, window=window)
+    # the run's plots drawn by a worker on the other core, as `ibemu run` draws them
+    # (matplotlib imported while the case runs; issue 28)
+    with started(scn, enabled=out_dir is not None) as plotter:
+        result = run_virtual(scn, out_dir=out_dir, window=window, plotter=plotter)
     root = paths[next(f.name for f in scn.flows if f.group == "hotspot")][-1]
     return CaseRun(case, scn, result, root, window,
                    {lbl: (a, pa) for lbl, (a, pa, _, _) in fabric.link_ends.items()})
