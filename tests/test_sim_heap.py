@@ -1,13 +1,13 @@
-"""The heap of events and timers (ibemu/sim/heap.py, issue 16): the compiled core's own
-heap pops :class:`Ordered` items in exactly the order heapq does, so the two cores run
-every event in the same order."""
+"""The queue of a node's timers (ibemu/sim/heap.py, issues 16 and 28): the compiled core's
+sorted list gives :class:`Ordered` items up in exactly the order heapq does, so the two
+cores run every timer in the same order."""
 from __future__ import annotations
 
 import heapq
 import random
 
 from ibemu.sim import heap as H
-from ibemu.sim.heap import Ordered, heap_pop, heap_push
+from ibemu.sim.heap import Ordered, insert_timer
 
 
 def test_same_order_as_heapq_under_random_pushes_and_pops() -> None:
@@ -20,13 +20,14 @@ def test_same_order_as_heapq_under_random_pushes_and_pops() -> None:
         if rng.random() < 0.55 or not ref:
             seq += 1
             item = Ordered(rng.randrange(50), seq)      # many equal times: seq decides
-            heap_push(ours, item)
+            insert_timer(ours, item)
             heapq.heappush(ref, item)
         else:
-            popped_ours.append(heap_pop(ours))
+            assert ours[-1] is ref[0]                   # the least: the list's last, the heap's first
+            popped_ours.append(ours.pop())
             popped_ref.append(heapq.heappop(ref))
     while ref:
-        popped_ours.append(heap_pop(ours))
+        popped_ours.append(ours.pop())
         popped_ref.append(heapq.heappop(ref))
     assert not ours
     assert popped_ours == popped_ref                    # the same objects, in the same order
@@ -35,13 +36,23 @@ def test_same_order_as_heapq_under_random_pushes_and_pops() -> None:
     assert keys == sorted(keys)
 
 
-def test_push_and_pop_use_this_cores_heap() -> None:
+def test_push_and_pop_use_this_cores_queue() -> None:
     h: list[Ordered] = []
     for t, s in ((5, 1), (3, 2), (5, 0), (1, 9)):
         H.push(h, Ordered(t, s))
+    assert (H.first(h).time, H.first(h).seq) == (1, 9)
     assert [(o.time, o.seq) for o in (H.pop(h), H.pop(h), H.pop(h), H.pop(h))] == [(1, 9), (3, 2), (5, 0), (5, 1)]
     # in pure Python (the tests' tree) the functions are interpreted and heapq is used
-    assert H.NATIVE == (type(heap_push).__name__ != "function")
+    assert H.NATIVE == (type(insert_timer).__name__ != "function")
+
+
+def test_insert_timer_keeps_the_list_sorted_latest_first() -> None:
+    rng = random.Random(5)
+    timers: list[Ordered] = []
+    for seq in rng.sample(range(10_000), 300):
+        insert_timer(timers, Ordered(rng.randrange(20), seq))
+        keys = [(o.time, o.seq) for o in timers]
+        assert keys == sorted(keys, reverse=True)
 
 
 def test_ordered_compares_time_then_seq() -> None:

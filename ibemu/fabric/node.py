@@ -13,7 +13,7 @@ from collections.abc import Callable
 import heapq
 from typing import Any, Final, TYPE_CHECKING, TypeAlias
 
-from ..sim.heap import NATIVE, Ordered, heap_pop, heap_push
+from ..sim.heap import NATIVE, Ordered, insert_timer
 from ..sim.scheduler import NEVER, SimNode
 from ..units import PS_PER_S
 from ..wire.fields import get_pktlen, vcrc_ok
@@ -164,7 +164,11 @@ class Node(SimNode):
         """At *t*, ``on_timer(kind, t, arg)`` (a node's own deadline; see :data:`Timer`)."""
         self._tseq += 1
         free = self._tfree
-        if free:                            # (Timer.__init__'s assignments: see events.reuse)
+        # (Timer.__init__'s assignments: see events.reuse).  Two are always kept: a list
+        # popped below half its room is reallocated, and one emptied is freed, to be
+        # allocated again by the next append (issue 28: a node's free timers went from one
+        # to none and back at every timer)
+        if len(free) > 2:
             timer = free.pop()
             timer.time = t
             timer.seq = self._tseq
@@ -172,16 +176,26 @@ class Node(SimNode):
             timer.arg = arg
         else:
             timer = Timer(t, self._tseq, kind, arg)
-        if NATIVE:                          # the compiled core's heap (ibemu.sim.heap)
-            heap_push(self.timers, timer)
+        if NATIVE:                          # the compiled core's timers: sorted, latest first (ibemu.sim.heap)
+            insert_timer(self.timers, timer)
         else:
             heappush(self.timers, timer)
 
     def wake(self, now: int) -> None:
         """Run every timer due at or before *now*, each at its own time."""
         timers: list[Timer] = self.timers
-        while timers and timers[0].time <= now:
-            timer: Timer = heap_pop(timers) if NATIVE else heappop(timers)
+        while timers:
+            timer: Timer
+            if NATIVE:
+                timer = timers[-1]
+                if timer.time > now:
+                    break
+                timers.pop()
+            else:
+                timer = timers[0]
+                if timer.time > now:
+                    break
+                heappop(timers)
             t = timer.time
             kind = timer.kind
             arg = timer.arg
@@ -195,7 +209,13 @@ class Node(SimNode):
 
     def deadline(self) -> int:
         timers: list[Timer] = self.timers
-        return timers[0].time if timers else NEVER
+        if not timers:
+            return NEVER
+        return timers[-1].time if NATIVE else timers[0].time
+
+    def next_deadline(self) -> int | None:
+        d = self.deadline()
+        return None if d == NEVER else d
 
     def on_timer(self, kind: int, now: int, arg: Any) -> None:
         """A deadline of *kind* (other than :data:`T_CALL`) is due; subclasses handle
