@@ -1,4 +1,4 @@
-"""The sans-I/O node: ports, a private timer heap, and an outbox of transmissions.
+"""The sans-I/O node: ports, its private timers (ordered by time), and an outbox of transmissions.
 
 A driver (the virtual-time engine or the trio runtime) feeds a node with
 ``receive(port, frame, link, now)`` when a frame's first byte arrives and with
