@@ -114,6 +114,64 @@ def test_every_size_of_the_last_level_drains_in_key_order(queue_class: Any) -> N
                 q.push(Item(*extra), *extra)
         assert out == sorted(keys + [extra]), n
 
+def test_pop_due_then_any_operation_sees_the_queue_without_the_item(queue_class: Any) -> None:
+    """Random runs of pop_due followed by each operation -- zero to three pushes, len,
+    q[0], iteration, pop_least, another pop_due, clear -- agree with a sorted list at every
+    step, and every popped item is released once (the scheduler's pattern: a pop, then the
+    pushes of the event it ran)."""
+    rng = random.Random(13)
+    q = queue_class()
+    q.set_limit(1 << 62, 0)
+    left: list[tuple[int, int]] = []
+    seqs = iter(rng.sample(range(1 << 50), 40000))
+    refs: list[weakref.ref[Any]] = []
+
+    def push() -> None:
+        t = rng.randrange(0, 40) * 1000
+        s = next(seqs)
+        item = Item(t, s)
+        refs.append(weakref.ref(item))
+        q.push_item(item)
+        left.append((t, s))
+
+    def pop_checked(item: Any) -> None:
+        least = min(left)
+        left.remove(least)
+        assert (item.time, item.seq) == least
+
+    for _ in range(200):
+        push()
+    for step in range(8000):
+        if left and rng.random() < 0.7:
+            pop_checked(q.pop_due())
+        op = rng.randrange(8)
+        if op == 0:
+            for _ in range(rng.randrange(4)):
+                push()
+        elif op == 1:
+            assert len(q) == len(left)
+        elif op == 2 and left:
+            assert (q[0].time, q[0].seq) == min(left)
+        elif op == 3:
+            assert sorted((i.time, i.seq) for i in q) == sorted(left)
+        elif op == 4 and left:
+            pop_checked(q.pop_least())
+        elif op == 5 and left:
+            pop_checked(q.pop_due())
+        elif op == 6 and step % 500 == 0:
+            q.clear()
+            left.clear()
+        else:
+            push()
+        assert len(q) == len(left)
+    out = []
+    while (item := q.pop_due()) is not None:
+        out.append((item.time, item.seq))
+    assert out == sorted(left) and len(q) == 0
+    del item
+    assert all(r() is None for r in refs)        # nothing held twice, nothing freed early
+
+
 def test_push_item_takes_the_items_own_key(queue_class: Any) -> None:
     """``push_item(item)`` orders by ``(item.time, item.seq)`` as ``push`` does; an item
     without them is refused."""
