@@ -114,6 +114,7 @@ def test_every_size_of_the_last_level_drains_in_key_order(queue_class: Any) -> N
                 q.push(Item(*extra), *extra)
         assert out == sorted(keys + [extra]), n
 
+
 def test_pop_due_then_any_operation_sees_the_queue_without_the_item(queue_class: Any) -> None:
     """Random runs of pop_due followed by each operation -- zero to three pushes, len,
     q[0], iteration, pop_least, another pop_due, clear -- agree with a sorted list at every
