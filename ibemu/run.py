@@ -27,6 +27,7 @@ from .fabric.qp.responder import reorder_counters
 from .fabric.network import Fabric
 from .capture.pcapng import LinkCapture, open_link_capture
 from .core import core_kind
+from .fabric.counters import TOTALS, sample_totals
 from .fabric.faults import engine_faults, fault_counters
 from .fabric.node import Port
 from .results import Metrics, Progress, format_summary_table, write_outputs
@@ -50,6 +51,17 @@ def port_table(fabric: Fabric) -> list[tuple[str, Port]]:
     """("node:port", Port) for every port of the fabric, in a stable order."""
     return [("%s:%d" % (name, p.index), p) for name, node in fabric.nodes.items()
             for p in sorted(node.ports.values(), key=lambda p: p.index)]
+
+
+def port_sampler(ports: list[tuple[str, Port]], metrics: Metrics) -> Callable[[int], None]:
+    """``sample(t)``: the counter totals of *ports* (:func:`port_table`) at *t* into
+    *metrics* (:meth:`Metrics.sample_rows`: one flat row per sample, 200 of them a run)."""
+    labels = [label for label, _ in ports]
+    counters = [p.pc for _, p in ports]
+
+    def sample(t: int) -> None:
+        metrics.sample_rows(t, labels, TOTALS, sample_totals(counters, t))
+    return sample
 
 
 @dataclass
@@ -176,13 +188,14 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
         t0 = time.perf_counter()
         try:
             engine.start(0)
-            metrics.sample_ports(0, {label: p.pc.totals(0) for label, p in ports})
+            sample = port_sampler(ports, metrics)
+            sample(0)
             t = 0
             while t < scn.duration:
                 t = min(t + step, scn.duration)
                 engine.run(t, progress=bar.update if bar.enabled else None,
                            progress_step=max(scn.duration // 200, 1))
-                metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
+                sample(t)
         except BaseException:
             if capture is not None:         # interrupted: the capture keeps the whole records it has
                 capture.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import json
 
-from ibemu.fabric.counters import TICK_BYTES, PortCounters
+from ibemu.fabric.counters import COUNTERS, OTHER, TICK_BYTES, TOTALS, PortCounters
 from ibemu.run import run_virtual
 from ibemu.scenario.builders import santos_fig1
 from ibemu.units import PS_PER_MS
@@ -105,3 +105,33 @@ def _end(scn, name):
     label = next(l for l in ends if l == name or l.startswith(name))
     a, pa, _, _ = ends[label]
     return a, pa
+
+
+def test_totals_follow_the_tables_in_their_order():
+    """append_totals (the run's port samples) lists COUNTERS then OTHER, each value as the
+    tables define it: an attribute, its words (bytes / 4), ticks of waiting or congested
+    time, or 0 where the attribute is None (not modelled)."""
+    pc = PortCounters(RATE)
+    for k, attr in enumerate(("xmit_bytes", "rcv_bytes", "xmit_pkts", "rcv_pkts", "rcv_errors",
+                              "rcv_switch_relay_errors", "xmit_discards", "rcv_constraint_errors",
+                              "excessive_buffer_overrun", "vl15_dropped", "rcv_fecn", "rcv_becn")):
+        setattr(pc, attr, 1000 * (k + 1) + k)        # a distinct value each
+    tick = pc.tick_ps
+    pc.waiting(0, True)
+    pc.congested(3 * tick, True)
+    now = 10 * tick + 1
+    expected = []
+    for name, attr in [(n, a) for n, a, _ in COUNTERS] + list(OTHER):
+        if attr is None:
+            expected.append(0)
+        elif attr == "xmit_wait":
+            expected.append(10)                      # waiting since 0: ten whole ticks by now
+        elif attr == "xmit_time_cong":
+            expected.append(7)                       # congested since tick 3
+        else:
+            expected.append(getattr(pc, attr))
+    row: list[int] = []
+    pc.append_totals(row, now)
+    assert row == expected
+    assert list(TOTALS) == [n for n, _, _ in COUNTERS] + [n for n, _ in OTHER]
+    assert pc.totals(now) == dict(zip(TOTALS, expected))

@@ -21,6 +21,7 @@ from ..fabric.bins import BinnedRecorder
 from ..units import PS_PER_MS
 from .latency import completion_time, join
 from .packing import contains_points, pack_times, unpack_times
+from .port_rows import PortRows
 from .rates import bin_edges, per_capacity, sliding_rates, stack_bins
 from .summary import summarize
 
@@ -66,7 +67,8 @@ class Metrics(BinnedRecorder):
         self.traces: dict[tuple[str, str], list[tuple[int, float]]] = {}   # (kind, key) -> [(t, value)]
         self.events: list[tuple[int, str, str]] = []                       # (t, source, text)
         self.port_times: list[int] = []                                    # sample times (ps)
-        self.port_samples: dict[str, dict[str, list[int]]] = {}            # "node:port" -> counter -> values
+        self._port_samples: dict[str, dict[str, list[int]]] = {}           # "node:port" -> counter -> values
+        self._rows = PortRows()                                            # samples not yet in it
         self.job_marks: list[tuple[str, int, int, int, int, int]] = []     # issue 29: ranks' iterations
         self.jobs: dict[str, dict[str, Any]] = {}                          # job name -> .jobs.job_info
         self.job_baselines: dict[str, int] = {}                            # job name -> completion alone (ps)
@@ -96,14 +98,34 @@ class Metrics(BinnedRecorder):
     def job_mark(self, job: str, rank: int, op: int, iteration: int, start: int, end: int) -> None:
         self.job_marks.append((job, rank, op, iteration, start, end))
 
+    @property
+    def port_samples(self) -> dict[str, dict[str, list[int]]]:
+        """``"node:port"`` -> counter -> its value at each of :attr:`port_times` (a counter
+        or port first seen at a later sample has zeros before it)."""
+        if self._rows:
+            self._rows.flush(self._port_samples, len(self.port_times))
+        return self._port_samples
+
+    def sample_rows(self, t: int, labels: Sequence[str], names: Sequence[str], values: Sequence[int]) -> None:
+        """The same as ``sample_ports(t, {label: dict(zip(names, row))})``, where the rows
+        of the ports *labels* follow one another in *values*: kept as they are until
+        :attr:`port_samples` is read (:class:`~.port_rows.PortRows`; issue 28)."""
+        if not self._rows.add(labels, names, values):     # other ports or names, or a value past 64 bits
+            n = len(names)
+            self.sample_ports(t, {label: dict(zip(names, values[i * n:(i + 1) * n]))
+                                  for i, label in enumerate(labels)})
+            return
+        self.port_times.append(t)
+
     def sample_ports(self, t: int, totals: Mapping[str, Mapping[str, int]]) -> None:
         """Port counter totals (``{"node:port": {counter: value}}``, IBA units) at *t*."""
+        samples = self.port_samples
         self.port_times.append(t)
         k = len(self.port_times) - 1
         for label, values in totals.items():
-            series = self.port_samples.get(label)
+            series = samples.get(label)
             if series is None:
-                series = self.port_samples[label] = {name: [0] * k for name in values}
+                series = samples[label] = {name: [0] * k for name in values}
             for name, v in values.items():
                 got = series.get(name)
                 if got is None:                 # (a counter new since the first sample: zeros before;

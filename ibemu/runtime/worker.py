@@ -51,7 +51,7 @@ from ..fabric.qp.responder import reorder_counters
 from ..fabric.faults import engine_faults, fault_counters
 from ..fabric.integrity import attach, credit_state
 from ..fabric.node import Node
-from ..run import PORT_SAMPLES, port_table
+from ..run import PORT_SAMPLES, port_sampler, port_table
 from ..scenario import Scenario
 from .loop import NodeLoop
 from .merge import new_metrics
@@ -288,7 +288,7 @@ def _run_worker(scn: Scenario, node_names: Sequence[str], amap: Mapping[tuple[st
     ports = [(label, p) for label, p in port_table(fabric) if label.rpartition(":")[0] in here]
     if ports:
         loop.sample_step = max(scn.output.bin, scn.duration // PORT_SAMPLES)
-        loop.on_sample = lambda t: metrics.sample_ports(t, {label: p.pc.totals(t) for label, p in ports})
+        loop.on_sample = port_sampler(ports, metrics)
     stopped = False
     try:
         if ctl is not None:

@@ -48,6 +48,7 @@ from ..fabric.network import Fabric
 from ..fabric.switch import Switch
 from ..plots import link_heatmap, plot_link_heatmap
 from ..resources import SCENARIOS
+from ..results.drawer import Drawer
 from ..results.plot_worker import started
 from ..results.summary import link_levels
 from ..run import RunResult, run_virtual
@@ -313,34 +314,44 @@ def _plot(runs: list[CaseRun], path: Path) -> None:
     plt.close(fig)
 
 
+def _case_figures(run: CaseRun, out_dir: Path) -> None:
+    """heatmap_<case>.png (link utilization) and blocked_<case>.png (the congestion tree)."""
+    levels = link_levels(run.scenario)
+    link_heatmap(run.result.metrics, out_dir / ("heatmap_%s.png" % run.case), levels,
+                 title="%s: link utilization by level" % run.scenario.name)
+    tb, _, _, fractions = blocked_series(run)
+    plot_link_heatmap(tb, fractions, levels, out_dir / ("blocked_%s.png" % run.case),
+                      title="%s: the congestion tree (time waiting for credits) by level" % run.scenario.name,
+                      xmax=run.scenario.duration / PS_PER_MS,
+                      quantity="share of time blocked (PortXmitWait), per sample interval")
+
+
 def run_study(out_dir: Path | None, full: bool, scenario: str | Path | None = None,
               cases: tuple[str, ...] = CASES) -> dict[str, dict[str, float]]:
     """Run the cases; write the table (tree.md, tree.csv, tree.json), tree.png and the
     heatmaps to *out_dir* (None: nothing written).  Returns {case: values}."""
     raw, label = load_raw(scenario, full)
     runs, values = [], {}
-    for case in cases:
-        run = run_case(raw, label, case, None if out_dir is None else Path(out_dir) / case)
-        runs.append(run)
-        values[case] = case_values(run)
+    drawer = Drawer()                   # each case's figures drawn while the study goes on
+    try:
+        for case in cases:
+            run = run_case(raw, label, case, None if out_dir is None else Path(out_dir) / case)
+            runs.append(run)
+            values[case] = case_values(run)
+            if out_dir is not None:
+                drawer.draw(_case_figures, run, Path(out_dir))
         if out_dir is not None:
-            levels = link_levels(run.scenario)
-            link_heatmap(run.result.metrics, Path(out_dir) / ("heatmap_%s.png" % case), levels,
-                         title="%s: link utilization by level" % run.scenario.name)
-            tb, _, _, fractions = blocked_series(run)
-            plot_link_heatmap(tb, fractions, levels, Path(out_dir) / ("blocked_%s.png" % case),
-                              title="%s: the congestion tree (time waiting for credits) by level" % run.scenario.name,
-                              xmax=run.scenario.duration / PS_PER_MS,
-                              quantity="share of time blocked (PortXmitWait), per sample interval")
-    if out_dir is not None:
-        out = write_table(out_dir, "tree", format_table(values), values)
-        keys = sorted({k for v in values.values() for k in v})
-        with open(out / "tree.csv", "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["case", *keys])
-            for case, v in values.items():
-                w.writerow([case, *(v.get(k, "") for k in keys)])
-        _plot(runs, out / "tree.png")
+            out = write_table(out_dir, "tree", format_table(values), values)
+            keys = sorted({k for v in values.values() for k in v})
+            with open(out / "tree.csv", "w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(["case", *keys])
+                for case, v in values.items():
+                    w.writerow([case, *(v.get(k, "") for k in keys)])
+            _plot(runs, out / "tree.png")
+        drawer.join()
+    finally:
+        drawer.close()
     return values
 
 
