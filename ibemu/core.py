@@ -28,8 +28,9 @@ COMPILED_PACKAGES: tuple[str, ...] = ("ibemu.sim", "ibemu.fabric", "ibemu.wire",
 # modules of those packages left as Python (none fails to compile today)
 NOT_COMPILED: tuple[str, ...] = ()
 # modules of those packages whose extension module is hand-written C, not mypyc's: the
-# module's .py file is its pure-Python twin (the scheduler's queue, issue 28)
-C_SOURCES: dict[str, str] = {"ibemu.sim.eventq": "ibemu/sim/eventq.c"}
+# module's .py file is its pure-Python twin (the scheduler's queue and the arenas, issue 28)
+C_SOURCES: dict[str, str] = {"ibemu.sim.eventq": "ibemu/sim/eventq.c",
+                             "ibemu.sim.arena": "ibemu/sim/arena.c"}      # huge-page arenas
 PURE_ENV = "IBEMU_PURE"
 
 COMPILED = "compiled (mypyc)"

@@ -37,6 +37,7 @@ from .results.plot_worker import PlotWorker
 from .results.summary import link_levels
 from .scenario.model import Scenario
 from .sim.engine import VirtualEngine
+from .sim.hugepages import use_huge_pages
 from .units import PS_PER_MS
 
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
@@ -164,6 +165,7 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
     happens while writing (a full disk).
     """
     prepare_outputs(out_dir, pcap)      # missing folders made, a wrong path refused before the run
+    use_huge_pages()                    # the fabric's and the run's objects on huge pages (.sim.arena)
     phases = phases or Phases(progress is not False)
     with phases.phase("build"):
         flows = {f.name: f for f in scn.flows}

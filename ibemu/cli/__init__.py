@@ -9,6 +9,7 @@ import sys
 from .. import __version__
 from ..core import VersionAction
 from ..errors import OutputError, UserError
+from ..sim.hugepages import use_huge_pages
 from ..validate import cli_number
 from .captures import cmd_decode, cmd_sample
 from .diags import cmd_ccconfig, cmd_perfquery, cmd_routes, cmd_topology
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    use_huge_pages()                    # before anything large is made (ibemu.sim.arena)
     try:
         return args.func(args)
     except OutputError as e:         # an output path: its name and the system's reason
