@@ -37,7 +37,7 @@ from .results.plot_worker import PlotWorker
 from .results.summary import link_levels
 from .scenario.model import Scenario
 from .sim.engine import VirtualEngine
-from .sim.hugepages import use_huge_pages
+from .sim.hugepages import refresh as refresh_huge_pages, use_huge_pages
 from .units import PS_PER_MS
 
 PORT_SAMPLES = 200                 # port counter samples per run (at most; never finer than a bin)
@@ -192,12 +192,14 @@ def run_virtual(scn: Scenario, out_dir: str | Path | None = None, pcap: str | Pa
             engine.start(0)
             sample = port_sampler(ports, metrics)
             sample(0)
+            refresh_huge_pages()            # (the fabric's growth of the heap)
             t = 0
             while t < scn.duration:
                 t = min(t + step, scn.duration)
                 engine.run(t, progress=bar.update if bar.enabled else None,
                            progress_step=max(scn.duration // 200, 1))
                 sample(t)
+                refresh_huge_pages()        # what the heap grew by, on huge pages (.sim.hugepages)
         except BaseException:
             if capture is not None:         # interrupted: the capture keeps the whole records it has
                 capture.close()

@@ -277,14 +277,16 @@ def test_version_says_which_core(compiled: Compiled, tmp_path: Path) -> None:
 
 def test_huge_page_arenas_in_the_compiled_core(compiled: Compiled, tmp_path: Path) -> None:
     """ibemu/sim/arena.c: installed, obmalloc's new arenas come from its chunks; arenas made
-    before it and after it are freed (each by the allocator that made it) and reused, and
-    the process ends cleanly.  (Results with and without it: the byte-identity test below,
+    before it and after it are freed (each by the allocator that made it) and reused;
+    glibc's heap is advised as it grows (80 MB of 2 KB objects); the process ends cleanly.  (Results with and without it: the byte-identity test below,
     compiled against pure.)"""
     code = ("import gc, ibemu.sim.arena as a\n"
             "before = [[i] for i in range(300000)]\n"           # arenas of the allocator it replaces
             "assert a.install() is True and a.install() is True\n"
             "after = [[i] for i in range(300000)]\n"
             "s = a.stats(); assert s['installed'] and s['arenas'] >= 8 and s['arena_size'] == 1 << 20, s\n"
+            "big = [bytes(2000) for _ in range(40000)]; a.refresh()\n"  # glibc's heap grown: advised
+            "assert a.stats()['heap_advised'] >= 80 << 20, a.stats()\n"
             "del before, after; gc.collect()\n"
             "again = [[i] for i in range(300000)]\n"
             "t = a.stats(); assert t['arenas'] - s['arenas'] < s['arenas'], (s, t)\n"   # freed ones reused

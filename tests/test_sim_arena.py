@@ -12,7 +12,8 @@ from ibemu.sim import arena, hugepages
 
 def test_the_pure_twin_changes_nothing() -> None:
     assert arena.install() is False
-    assert arena.stats()["installed"] is False
+    assert arena.refresh() is None and hugepages.refresh() is None
+    assert arena.stats()["installed"] is False and arena.stats()["heap_advised"] == 0
 
 
 @pytest.mark.parametrize("value, asked", [(None, True), ("1", True), ("0", False), (" 0 ", False)])

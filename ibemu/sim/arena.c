@@ -17,8 +17,12 @@
  * a result (tests/test_sim_arena.py). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
 #define CHUNK ((size_t)64 << 20)        /* address space reserved at a time: 64 arenas */
@@ -32,6 +36,8 @@ static int nchunks = 0;
 static size_t used = 0;                 /* bytes handed out of the last chunk */
 static void *free_list = NULL;          /* freed arenas, linked through their first word */
 static Py_ssize_t n_arenas = 0, n_free = 0;
+static char *heap_lo = NULL;            /* glibc's heap ([heap] of /proc/self/maps) */
+static char *heap_advised = NULL;       /* advised up to here */
 
 static int
 ours(const char *p)
@@ -106,6 +112,46 @@ arena_free(void *ctx, void *ptr, size_t size)
     replaced.free(replaced.ctx, ptr, size);
 }
 
+/* Objects past obmalloc's 512 bytes (a data packet's 2 KiB, a list's items, a dict's
+ * table) come from glibc's malloc, whose heap grows by brk: the heap is advised
+ * MADV_HUGEPAGE too, up to the break, and again as it grows (refresh(); glibc asked to
+ * grow it 64 MiB at a time, so little of it is touched before its advice).  The same as
+ * GLIBC_TUNABLES=glibc.malloc.hugetlb=1, which only works when set before the process
+ * starts. */
+static void
+find_heap(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strstr(line, "[heap]") != NULL) {
+            unsigned long lo = 0;
+            if (sscanf(line, "%lx-", &lo) == 1)
+                heap_lo = (char *)lo;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void
+advise_heap(void)
+{
+#ifdef MADV_HUGEPAGE
+    if (heap_lo == NULL)
+        return;
+    char *brk_now = sbrk(0);
+    if (brk_now == (char *)-1)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    char *hi = (char *)((uintptr_t)brk_now & ~(page - 1));
+    if (hi > heap_advised && madvise(heap_lo, (size_t)(hi - heap_lo), MADV_HUGEPAGE) == 0)
+        heap_advised = hi;
+#endif
+}
+
 static PyObject *
 arena_install(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
@@ -118,22 +164,38 @@ arena_install(PyObject *module, PyObject *Py_UNUSED(ignored))
     PyObject_GetArenaAllocator(&replaced);
     PyObject_SetArenaAllocator(&mine);
     installed = 1;
+#ifdef M_TOP_PAD
+    mallopt(M_TOP_PAD, 64 << 20);
+#endif
+    find_heap();
+    advise_heap();
     Py_RETURN_TRUE;
+}
+
+static PyObject *
+arena_refresh(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    if (installed)
+        advise_heap();
+    Py_RETURN_NONE;
 }
 
 static PyObject *
 arena_stats(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     (void)module;
-    return Py_BuildValue("{s:O,s:n,s:n,s:n,s:n}", "installed", installed ? Py_True : Py_False,
+    return Py_BuildValue("{s:O,s:n,s:n,s:n,s:n,s:n}", "installed", installed ? Py_True : Py_False,
                          "chunks", (Py_ssize_t)nchunks, "arenas", n_arenas, "free", n_free,
-                         "arena_size", (Py_ssize_t)arena_size);
+                         "arena_size", (Py_ssize_t)arena_size,
+                         "heap_advised", (Py_ssize_t)(heap_advised ? heap_advised - heap_lo : 0));
 }
 
 static PyMethodDef arena_methods[] = {
     {"install", arena_install, METH_NOARGS,
      "Put obmalloc's new arenas on huge pages; True when they are (idempotent)"},
-    {"stats", arena_stats, METH_NOARGS, "installed, chunks, arenas made, arenas free, arena size"},
+    {"refresh", arena_refresh, METH_NOARGS, "Advise the part of glibc's heap grown since the last call"},
+    {"stats", arena_stats, METH_NOARGS, "installed, chunks, arenas made, arenas free, arena size, heap advised"},
     {NULL, NULL, 0, NULL}
 };
 

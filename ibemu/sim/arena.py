@@ -15,6 +15,11 @@ def install() -> bool:
     return False
 
 
+def refresh() -> None:
+    """The compiled twin advises the part of glibc's heap grown since; here: nothing."""
+
+
 def stats() -> dict[str, object]:
-    """The compiled twin's counts (chunks, arenas made and free); here: not installed."""
-    return {"installed": False, "chunks": 0, "arenas": 0, "free": 0, "arena_size": 0}
+    """The compiled twin's counts (chunks, arenas made and free, heap bytes advised);
+    here: not installed."""
+    return {"installed": False, "chunks": 0, "arenas": 0, "free": 0, "arena_size": 0, "heap_advised": 0}
