@@ -5,9 +5,52 @@ shipped scenario with it (compiled) against without it (pure).  Here: the pure t
 changes nothing, and a run asks for the arenas unless IBEMU_HUGE_PAGES=0."""
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
 import pytest
 
 from ibemu.sim import arena, hugepages
+
+SOURCE = Path(arena.__file__).with_suffix(".c")
+# the C twin, loaded from where it was compiled, in a process of its own: arenas made
+# before and after install() freed and reused, glibc's heap advised as it grows
+CHECK = """
+import gc, importlib.util, sys
+spec = importlib.util.spec_from_file_location("arena", sys.argv[1])
+a = importlib.util.module_from_spec(spec); spec.loader.exec_module(a)
+before = [[i] for i in range(300000)]
+assert a.install() is True and a.install() is True
+after = [[i] for i in range(300000)]
+s = a.stats(); assert s["installed"] and s["arenas"] >= 8 and s["arena_size"] == 1 << 20, s
+big = [bytes(2000) for _ in range(40000)]; a.refresh()
+assert a.stats()["heap_advised"] >= 80 << 20, a.stats()
+del before, after, big; gc.collect()
+again = [[i] for i in range(300000)]
+t = a.stats(); assert t["arenas"] - s["arenas"] < s["arenas"] and t["free"] >= 0, (s, t)
+print("ok", t["chunks"], t["arenas"])
+"""
+
+
+def test_the_c_twin_compiled_here(tmp_path: Path) -> None:
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
+    words = shlex.split(cc)
+    if not words or shutil.which(words[0]) is None:
+        if os.environ.get("IBEMU_REQUIRE_COMPILED") == "1":
+            pytest.fail("a C compiler is required here (IBEMU_REQUIRE_COMPILED=1): none is on the PATH")
+        pytest.skip("no C compiler: the C arenas are not checked")
+    out = tmp_path / ("arena" + sysconfig.get_config_var("EXT_SUFFIX"))
+    done = subprocess.run(words + ["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I" + sysconfig.get_paths()["include"],
+                                   str(SOURCE), "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ran = subprocess.run([sys.executable, "-c", CHECK, str(out)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("ok 1 "), ran.stdout
 
 
 def test_the_pure_twin_changes_nothing() -> None:
