@@ -100,8 +100,7 @@ class Metrics(BinnedRecorder):
 
     @property
     def port_samples(self) -> dict[str, dict[str, list[int]]]:
-        """``"node:port"`` -> counter -> its value at each of :attr:`port_times` (a counter
-        or port first seen at a later sample has zeros before it)."""
+        """``"node:port"`` -> counter -> its value at each of :attr:`port_times` (zeros before a later-seen one)."""
         if self._rows:
             self._rows.flush(self._port_samples, len(self.port_times))
         return self._port_samples
@@ -110,12 +109,11 @@ class Metrics(BinnedRecorder):
         """The same as ``sample_ports(t, {label: dict(zip(names, row))})``, where the rows
         of the ports *labels* follow one another in *values*: kept as they are until
         :attr:`port_samples` is read (:class:`~.port_rows.PortRows`; issue 28)."""
-        if not self._rows.add(labels, names, values):     # other ports or names, or a value past 64 bits
+        if self._rows.add(labels, names, values):
+            self.port_times.append(t)
+        else:                                   # other ports or names, or a value past 64 bits
             n = len(names)
-            self.sample_ports(t, {label: dict(zip(names, values[i * n:(i + 1) * n]))
-                                  for i, label in enumerate(labels)})
-            return
-        self.port_times.append(t)
+            self.sample_ports(t, {label: dict(zip(names, values[i * n:(i + 1) * n])) for i, label in enumerate(labels)})
 
     def sample_ports(self, t: int, totals: Mapping[str, Mapping[str, int]]) -> None:
         """Port counter totals (``{"node:port": {counter: value}}``, IBA units) at *t*."""

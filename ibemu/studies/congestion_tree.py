@@ -46,7 +46,6 @@ from ..errors import UserError
 from ..fabric.hca import HCA
 from ..fabric.network import Fabric
 from ..fabric.switch import Switch
-from ..plots import link_heatmap, plot_link_heatmap
 from ..resources import SCENARIOS
 from ..results.drawer import Drawer
 from ..results.plot_worker import started
@@ -57,6 +56,7 @@ from ..scenario.read import read_scenario_file
 from ..units import PS_PER_MS, PS_PER_S
 from .outputs import write_table
 from .reproduction import REGRESSION, TIE_ORDER, Check, Reproduction, RunCache
+from .tree_figures import CaseFigures, case_figures, tree_figure
 
 __all__ = ["CASES", "BLOCKED", "CI_SIZE", "flow_paths", "roles", "load_raw", "case_scenario", "run_case",
            "case_values", "blocked_series", "run_study", "format_table", "derived", "REPRODUCTIONS"]
@@ -287,43 +287,11 @@ def format_table(values: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def _plot(runs: list[CaseRun], path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
-    for run in runs:
-        m = run.result.metrics
-        t = m.times_ms()
-        victims = [n for n in m.flow_names() if m.group_of(n) == "victim"]
-        if victims:
-            axes[0].plot(t, m.group_rate_series("victim") / len(victims), label=run.case)
-        axes[1].plot(t, m.link_utilization_series(run.root, True), label=run.case)
-        tb, counts, _, _ = blocked_series(run)
-        axes[2].step(tb, counts, where="post", label=run.case)
-    axes[0].set_ylabel("victims' mean\nthroughput (of link)")
-    axes[1].set_ylabel("hot-spot link\ndata utilization")
-    axes[2].set_ylabel("congestion tree\n(links blocked > %d %%)" % (100 * BLOCKED))
-    axes[2].set_xlabel("time (ms)")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize=8)
-    fig.suptitle("%s: hot spot on a fat tree, by congestion-control scheme" % runs[0].scenario.name.rsplit("_", 1)[0])
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _case_figures(run: CaseRun, out_dir: Path) -> None:
-    """heatmap_<case>.png (link utilization) and blocked_<case>.png (the congestion tree)."""
-    levels = link_levels(run.scenario)
-    link_heatmap(run.result.metrics, out_dir / ("heatmap_%s.png" % run.case), levels,
-                 title="%s: link utilization by level" % run.scenario.name)
-    tb, _, _, fractions = blocked_series(run)
-    plot_link_heatmap(tb, fractions, levels, out_dir / ("blocked_%s.png" % run.case),
-                      title="%s: the congestion tree (time waiting for credits) by level" % run.scenario.name,
-                      xmax=run.scenario.duration / PS_PER_MS,
-                      quantity="share of time blocked (PortXmitWait), per sample interval")
+def figures(run: CaseRun) -> CaseFigures:
+    """What the case's figures read (:mod:`.tree_figures`)."""
+    tb, counts, _, fractions = blocked_series(run)
+    return CaseFigures(run.case, run.scenario.name, run.result.metrics, link_levels(run.scenario), run.root,
+                       run.scenario.duration, tb, counts, fractions)
 
 
 def run_study(out_dir: Path | None, full: bool, scenario: str | Path | None = None,
@@ -331,15 +299,16 @@ def run_study(out_dir: Path | None, full: bool, scenario: str | Path | None = No
     """Run the cases; write the table (tree.md, tree.csv, tree.json), tree.png and the
     heatmaps to *out_dir* (None: nothing written).  Returns {case: values}."""
     raw, label = load_raw(scenario, full)
-    runs, values = [], {}
+    runs: list[CaseFigures] = []
+    values = {}
     drawer = Drawer()                   # each case's figures drawn while the study goes on
     try:
         for case in cases:
             run = run_case(raw, label, case, None if out_dir is None else Path(out_dir) / case)
-            runs.append(run)
             values[case] = case_values(run)
             if out_dir is not None:
-                drawer.draw(_case_figures, run, Path(out_dir))
+                runs.append(figures(run))
+                drawer.draw(case_figures, runs[-1], Path(out_dir))
         if out_dir is not None:
             out = write_table(out_dir, "tree", format_table(values), values)
             keys = sorted({k for v in values.values() for k in v})
@@ -348,7 +317,7 @@ def run_study(out_dir: Path | None, full: bool, scenario: str | Path | None = No
                 w.writerow(["case", *keys])
                 for case, v in values.items():
                     w.writerow([case, *(v.get(k, "") for k in keys)])
-            _plot(runs, out / "tree.png")
+            tree_figure(runs, BLOCKED, out / "tree.png")
         drawer.join()
     finally:
         drawer.close()
