@@ -5,16 +5,13 @@ shipped scenario with it (compiled) against without it (pure).  Here: the pure t
 changes nothing, and a run asks for the arenas unless IBEMU_HUGE_PAGES=0."""
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
+from cext import compile_extension
 from ibemu.sim import arena, hugepages
 
 SOURCE = Path(arena.__file__).with_suffix(".c")
@@ -38,16 +35,7 @@ print("ok", t["chunks"], t["arenas"])
 
 
 def test_the_c_twin_compiled_here(tmp_path: Path) -> None:
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
-    words = shlex.split(cc)
-    if not words or shutil.which(words[0]) is None:
-        if os.environ.get("IBEMU_REQUIRE_COMPILED") == "1":
-            pytest.fail("a C compiler is required here (IBEMU_REQUIRE_COMPILED=1): none is on the PATH")
-        pytest.skip("no C compiler: the C arenas are not checked")
-    out = tmp_path / ("arena" + sysconfig.get_config_var("EXT_SUFFIX"))
-    done = subprocess.run(words + ["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I" + sysconfig.get_paths()["include"],
-                                   str(SOURCE), "-o", str(out)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    out = compile_extension(SOURCE, tmp_path, "the C arenas")
     ran = subprocess.run([sys.executable, "-c", CHECK, str(out)], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("ok 1 "), ran.stdout

@@ -9,18 +9,14 @@ too.  Without a compiler the C half skips, unless ``IBEMU_REQUIRE_COMPILED=1`` (
 from __future__ import annotations
 
 import importlib.util
-import os
 import random
-import shlex
-import shutil
-import subprocess
-import sysconfig
 import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cext import compile_extension
 from ibemu.sim import eventq
 from ibemu.sim.heap import Ordered
 
@@ -37,17 +33,7 @@ class Item(Ordered):
 
 
 def _compile_c(tmp: Path) -> Any:
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
-    words = shlex.split(cc)
-    if not words or shutil.which(words[0]) is None:
-        if os.environ.get("IBEMU_REQUIRE_COMPILED") == "1":
-            pytest.fail("a C compiler is required here (IBEMU_REQUIRE_COMPILED=1): none is on the PATH")
-        pytest.skip("no C compiler: the C queue is not checked")
-    out = tmp / ("eventq" + sysconfig.get_config_var("EXT_SUFFIX"))
-    cmd = words + ["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I" + sysconfig.get_paths()["include"],
-                   str(SOURCE), "-o", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    out = compile_extension(SOURCE, tmp, "the C queue")
     spec = importlib.util.spec_from_file_location("eventq", out)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

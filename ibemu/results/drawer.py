@@ -1,5 +1,5 @@
 """Figures drawn in a forked child while the caller goes on (issue 28: a study's figures
-of one case, about 1.3 s at 648 hosts, drawn on the other core while the next case runs
+of one case, about 1.1 s at 648 hosts, drawn on the other core while the next case runs
 or the study's own figure is drawn).
 
 :meth:`Drawer.draw` forks a child that calls ``fn(*args)`` and ends, 0 on success; the

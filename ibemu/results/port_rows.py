@@ -4,7 +4,7 @@ series (``"node:port"`` -> counter -> values) only when they are read.
 
 A run samples every port 200 times (``ibemu.run.PORT_SAMPLES``).  Appending each value
 to its own list as it came took 8 million appends at 648 hosts (2,592 ports, 16
-counters), about 2 % of a 10 ms study case (issue 28); one ``array("q")`` per sample is a
+counters), about 1.5 % of a 10 ms study case (issue 28); one ``array("q")`` per sample is a
 copy in C, and the series are cut from them with numpy, a column at a time.
 """
 from __future__ import annotations

@@ -117,7 +117,8 @@ arena_free(void *ctx, void *ptr, size_t size)
  * MADV_HUGEPAGE too, up to the break, and again as it grows (refresh(); glibc asked to
  * grow it 64 MiB at a time, so little of it is touched before its advice).  The same as
  * GLIBC_TUNABLES=glibc.malloc.hugetlb=1, which only works when set before the process
- * starts. */
+ * starts.  (Setting M_TOP_PAD also fixes glibc's mmap threshold at its 128 KiB default:
+ * larger blocks are mapped on their own, as they were at the start of a run.) */
 static void
 find_heap(void)
 {
