@@ -83,3 +83,14 @@ def test_close_ends_the_children(tmp_path):
     t0 = time.perf_counter()
     d.close()
     assert not process.is_alive() and time.perf_counter() - t0 < 10 and d.pending == []
+
+
+def test_an_error_drawn_here_leaves_the_other_children_to_close(tmp_path):
+    d = dr.Drawer()
+    d.draw(_write, tmp_path / "missing" / "g.txt", "g")
+    d.draw(time.sleep, 30)
+    with pytest.raises(FileNotFoundError):
+        d.join()
+    (process, _, _), = d.pending                    # the second child, not yet joined
+    d.close()
+    assert not process.is_alive() and d.pending == []

@@ -54,16 +54,12 @@ class Drawer:
         self.pending.append((process, fn, args))
 
     def join(self) -> None:
-        """Wait for every child; draw here what a failed child did not."""
-        pending, self.pending = self.pending, []
-        for i, (process, fn, args) in enumerate(pending):
-            try:
-                process.join()
-            except BaseException:
-                for p, _, _ in pending[i:]:
-                    p.terminate()
-                    p.join()
-                raise
+        """Wait for every child; draw here what a failed child did not.  Interrupted, or
+        a figure's error raised here: the children not yet joined stay for :meth:`close`."""
+        while self.pending:
+            process, fn, args = self.pending[0]
+            process.join()
+            del self.pending[0]
             if process.exitcode != 0:
                 print("ibemu: figure drawer: %s ended with exit code %s; drawing it in this process"
                       % (getattr(fn, "__name__", "a figure"), process.exitcode), file=sys.stderr)
